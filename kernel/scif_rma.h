@@ -75,4 +75,10 @@ void scif_ep_get(struct scif_endpt *ep);
 struct scif_rma_ep *scif_ep_rma(struct scif_endpt *ep);
 u16 scif_ep_node(struct scif_endpt *ep);
 
+/*
+ * Store the RMA state of @ep (called by scif_rma_ep_init(), and with NULL by
+ * scif_rma_ep_release()); scif_ep_rma() returns what was stored last.
+ */
+void scif_ep_set_rma(struct scif_endpt *ep, struct scif_rma_ep *rma);
+
 #endif /* SCIF_RMA_H */
