@@ -1,40 +1,594 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Placeholder RMA subsystem: registration, RMA, fences and mmap are not
- * implemented yet and answer ENOSYS.  Replaced by the real scif_rma*.c.
+ * openscif RMA subsystem: per endpoint state, registered windows
+ * (SCIF_REG / SCIF_UNREG), window lookup, ioctl dispatch and counters.
+ *
+ * The registered address space of an endpoint is an rbtree of
+ * non-overlapping windows keyed by offset, so finding the window of an
+ * offset costs O(log n) whatever the number of windows.
  */
-#include <linux/errno.h>
-#include <linux/fs.h>
-#include "scif_rma.h"
+#include <linux/capability.h>
+#include <linux/debugfs.h>
+#include <linux/mm.h>
+#include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <scif_ioctl.h>
+#include "scif_rma_priv.h"
 
-int scif_rma_init(struct dentry *dbg)
+/* Values of scif.h, which is a user space header. */
+#define SCIF_PROT_READ		(1 << 0)
+#define SCIF_PROT_WRITE		(1 << 1)
+#define SCIF_MAP_FIXED		0x10
+
+atomic_long_t scif_rma_pinned_pages = ATOMIC_LONG_INIT(0);
+atomic_t scif_rma_inflight = ATOMIC_INIT(0);
+atomic_t scif_rma_nwindows = ATOMIC_INIT(0);
+
+int scif_pin_user(unsigned long start, unsigned long npages,
+		  unsigned int gup_flags, struct page **pages)
 {
+	unsigned long done = 0;
+	int ret;
+
+	while (done < npages) {
+		int chunk = min_t(unsigned long, npages - done, INT_MAX / 2);
+
+		ret = pin_user_pages_fast(start + (done << PAGE_SHIFT), chunk,
+					  gup_flags, pages + done);
+		if (ret <= 0) {
+			if (done)
+				unpin_user_pages(pages, done);
+			return ret ? ret : -EFAULT;
+		}
+		done += ret;
+	}
+	atomic_long_add(npages, &scif_rma_pinned_pages);
 	return 0;
 }
 
-void scif_rma_exit(void)
+void scif_unpin_user(struct page **pages, unsigned long npages, bool dirty)
 {
+	unpin_user_pages_dirty_lock(pages, npages, dirty);
+	atomic_long_sub(npages, &scif_rma_pinned_pages);
 }
+
+/* ---- windows ---- */
+
+static void scif_window_free(struct kref *ref)
+{
+	struct scif_window *win = container_of(ref, struct scif_window, ref);
+
+	scif_unpin_user(win->pages, win->npages, win->dirty);
+	if (win->mm) {
+		atomic64_sub(win->charged, &win->mm->pinned_vm);
+		mmdrop(win->mm);
+	}
+	kvfree(win->pages);
+	kfree(win);
+	atomic_dec(&scif_rma_nwindows);
+}
+
+void scif_window_put(struct scif_window *win)
+{
+	kref_put(&win->ref, scif_window_free);
+}
+
+/* The window containing @off, or NULL.  Caller holds win_lock. */
+struct scif_window *scif_window_lookup(struct scif_rma_ep *rma, u64 off)
+{
+	struct rb_node *n = rma->windows.rb_node;
+
+	while (n) {
+		struct scif_window *w = rb_entry(n, struct scif_window, node);
+
+		if (off < w->offset)
+			n = n->rb_left;
+		else if (off >= w->offset + w->len)
+			n = n->rb_right;
+		else
+			return w;
+	}
+	return NULL;
+}
+
+/* The lowest window ending after @off, or NULL.  Caller holds win_lock. */
+static struct scif_window *scif_window_first_after(struct scif_rma_ep *rma,
+						   u64 off)
+{
+	struct rb_node *n = rma->windows.rb_node;
+	struct scif_window *best = NULL;
+
+	while (n) {
+		struct scif_window *w = rb_entry(n, struct scif_window, node);
+
+		if (w->offset + w->len > off) {
+			best = w;
+			n = n->rb_left;
+		} else {
+			n = n->rb_right;
+		}
+	}
+	return best;
+}
+
+static bool scif_range_free(struct scif_rma_ep *rma, u64 off, u64 len)
+{
+	struct scif_window *w = scif_window_first_after(rma, off);
+
+	return !w || w->offset >= off + len;
+}
+
+static void scif_window_insert(struct scif_rma_ep *rma, struct scif_window *win)
+{
+	struct rb_node **p = &rma->windows.rb_node, *parent = NULL;
+
+	while (*p) {
+		struct scif_window *w = rb_entry(*p, struct scif_window, node);
+
+		parent = *p;
+		p = win->offset < w->offset ? &(*p)->rb_left : &(*p)->rb_right;
+	}
+	rb_link_node(&win->node, parent, p);
+	rb_insert_color(&win->node, &rma->windows);
+	rma->nwindows++;
+	if (win->offset + win->len > rma->next_off)
+		rma->next_off = win->offset + win->len;
+}
+
+/*
+ * Pick an offset for @len bytes: after the highest window when there is
+ * room (O(log n)), else the first gap (O(n), only once the top of the
+ * address space was reached).
+ */
+static int scif_alloc_offset(struct scif_rma_ep *rma, u64 len, u64 *out)
+{
+	struct rb_node *n;
+	u64 cur = SCIF_RMA_OFF_START;
+
+	if (rma->next_off < SCIF_RMA_OFF_START)
+		rma->next_off = SCIF_RMA_OFF_START;
+	if (len <= SCIF_RMA_OFF_LIMIT - rma->next_off) {
+		*out = rma->next_off;
+		return 0;
+	}
+	for (n = rb_first(&rma->windows); n; n = rb_next(n)) {
+		struct scif_window *w = rb_entry(n, struct scif_window, node);
+
+		if (w->offset >= cur && w->offset - cur >= len)
+			break;
+		cur = max(cur, w->offset + w->len);
+	}
+	if (len > SCIF_RMA_OFF_LIMIT - cur)
+		return -ENOMEM;
+	*out = cur;
+	return 0;
+}
+
+static int scif_charge(struct mm_struct *mm, unsigned long npages)
+{
+	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+	u64 now = atomic64_add_return(npages, &mm->pinned_vm);
+
+	if (now > limit && !capable(CAP_IPC_LOCK)) {
+		atomic64_sub(npages, &mm->pinned_vm);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static long scif_rma_register(struct scif_endpt *ep, struct scif_rma_ep *rma,
+			      void __user *uarg)
+{
+	struct scifioctl_reg reg;
+	struct scif_window *win;
+	unsigned int gup;
+	u64 off;
+	int err;
+
+	if (copy_from_user(&reg, uarg, sizeof(reg)))
+		return -EFAULT;
+	if (reg.flags & ~SCIF_MAP_FIXED)
+		return -EINVAL;	/* includes SCIF_MAP_KERNEL from user space */
+	if (reg.prot & ~(SCIF_PROT_READ | SCIF_PROT_WRITE))
+		return -EINVAL;
+	if (!reg.len || !PAGE_ALIGNED(reg.len) || !PAGE_ALIGNED(reg.addr))
+		return -EINVAL;
+	if (reg.len > SCIF_RMA_OFF_LIMIT || reg.addr + reg.len < reg.addr)
+		return -EINVAL;
+	if (reg.flags & SCIF_MAP_FIXED) {
+		if (reg.offset < 0 || !PAGE_ALIGNED(reg.offset) ||
+		    reg.len > SCIF_RMA_OFF_LIMIT - (u64)reg.offset)
+			return -EINVAL;
+	}
+	if (!access_ok(u64_to_user_ptr(reg.addr), reg.len))
+		return -EFAULT;
+	err = scif_ep_conn_state(ep);
+	if (err)
+		return err;
+
+	win = kzalloc(sizeof(*win), GFP_KERNEL);
+	if (!win)
+		return -ENOMEM;
+	kref_init(&win->ref);
+	RB_CLEAR_NODE(&win->node);
+	win->len = reg.len;
+	win->npages = reg.len >> PAGE_SHIFT;
+	win->prot = reg.prot;
+	win->dirty = reg.prot & SCIF_PROT_WRITE;
+	win->pages = kvmalloc_array(win->npages, sizeof(*win->pages),
+				    GFP_KERNEL);
+	if (!win->pages) {
+		err = -ENOMEM;
+		goto free_win;
+	}
+	err = scif_charge(current->mm, win->npages);
+	if (err)
+		goto free_pages;
+	win->mm = current->mm;
+	mmgrab(win->mm);
+	win->charged = win->npages;
+
+	/*
+	 * Pin writable when the memory allows it even for read-only windows:
+	 * a read-only long-term pin of never written anonymous memory could
+	 * pin the shared zero page and go stale on the first write.
+	 */
+	gup = FOLL_LONGTERM | FOLL_WRITE;
+	err = scif_pin_user(reg.addr, win->npages, gup, win->pages);
+	if (err == -EFAULT && !(reg.prot & SCIF_PROT_WRITE))
+		err = scif_pin_user(reg.addr, win->npages, FOLL_LONGTERM,
+				    win->pages);
+	if (err)
+		goto uncharge;
+	atomic_inc(&scif_rma_nwindows);
+
+	down_write(&rma->win_lock);
+	if (rma->dead) {
+		err = -ECONNRESET;
+	} else if (reg.flags & SCIF_MAP_FIXED) {
+		off = reg.offset;
+		if (!scif_range_free(rma, off, reg.len))
+			err = -EADDRINUSE;
+	} else {
+		err = scif_alloc_offset(rma, reg.len, &off);
+	}
+	if (!err) {
+		win->offset = off;
+		scif_window_insert(rma, win);
+	}
+	up_write(&rma->win_lock);
+	if (err) {
+		scif_window_put(win);
+		return err;
+	}
+
+	if (put_user((s64)off, (s64 __user *)(uarg +
+		     offsetof(struct scifioctl_reg, out_offset)))) {
+		down_write(&rma->win_lock);
+		rb_erase(&win->node, &rma->windows);
+		rma->nwindows--;
+		up_write(&rma->win_lock);
+		scif_window_put(win);
+		return -EFAULT;
+	}
+	return 0;
+
+uncharge:
+	atomic64_sub(win->charged, &win->mm->pinned_vm);
+	mmdrop(win->mm);
+free_pages:
+	kvfree(win->pages);
+free_win:
+	kfree(win);
+	return err;
+}
+
+static long scif_rma_unregister(struct scif_endpt *ep, struct scif_rma_ep *rma,
+				void __user *uarg)
+{
+	struct scifioctl_unreg ur;
+	struct scif_window *w, *first;
+	struct rb_node *n;
+	u64 off, end;
+	int err;
+
+	if (copy_from_user(&ur, uarg, sizeof(ur)))
+		return -EFAULT;
+	if (ur.offset < 0 || !PAGE_ALIGNED(ur.offset) || !ur.len ||
+	    !PAGE_ALIGNED(ur.len) || ur.len > SCIF_RMA_OFF_LIMIT)
+		return -EINVAL;
+	err = scif_ep_conn_state(ep);
+	if (err)
+		return err;
+	off = ur.offset;
+	end = off + ur.len;
+
+	down_write(&rma->win_lock);
+	first = scif_window_lookup(rma, off);
+	if (!first) {
+		err = -ENXIO;
+		goto out;
+	}
+	if (first->offset != off) {
+		err = -EINVAL;
+		goto out;
+	}
+	/* Validate: whole windows, no hole, exactly covering [off, end). */
+	for (n = &first->node, w = first; ; ) {
+		if (w->offset + w->len > end) {
+			err = -EINVAL;
+			goto out;
+		}
+		if (w->offset + w->len == end)
+			break;
+		n = rb_next(n);
+		if (!n) {
+			err = -ENXIO;
+			goto out;
+		}
+		if (rb_entry(n, struct scif_window, node)->offset !=
+		    w->offset + w->len) {
+			err = -ENXIO;
+			goto out;
+		}
+		w = rb_entry(n, struct scif_window, node);
+	}
+	/* Remove them. */
+	n = &first->node;
+	while (n) {
+		struct rb_node *next = rb_next(n);
+
+		w = rb_entry(n, struct scif_window, node);
+		if (w->offset >= end)
+			break;
+		rb_erase(n, &rma->windows);
+		rma->nwindows--;
+		RB_CLEAR_NODE(n);
+		scif_rma_zap(rma, w->offset, w->len);
+		scif_window_put(w);
+		n = next;
+	}
+out:
+	up_write(&rma->win_lock);
+	return err;
+}
+
+/*
+ * Collect the pages of [off, off + len) of @rma's registered address space
+ * into @pv, requiring @prot on every window and contiguity across windows.
+ * References on the windows are added to @x.  *@alloc receives an array to
+ * kvfree() when the range spans several windows.
+ */
+int scif_rma_gather(struct scif_rma_ep *rma, u64 off, size_t len, int prot,
+		    struct scif_xfer *x, struct scif_pgvec *pv)
+{
+	struct scif_window *w;
+	struct page **arr = NULL;
+	unsigned long npages, idx, filled = 0;
+	u64 cur = off, end = off + len;
+	int err = 0;
+
+	if ((s64)off < 0 || end < off)
+		return -ENXIO;
+	npages = ((off & ~PAGE_MASK) + len + PAGE_SIZE - 1) >> PAGE_SHIFT;
+
+	down_read(&rma->win_lock);
+	w = scif_window_lookup(rma, off);
+	if (!w) {
+		err = -ENXIO;
+		goto out;
+	}
+	pv->first_off = off & ~PAGE_MASK;
+	if (end <= w->offset + w->len) {
+		/* Fast path: one window, point into its page array. */
+		if ((w->prot & prot) != prot) {
+			err = -EACCES;
+			goto out;
+		}
+		err = scif_xfer_add_window(x, w);
+		if (!err)
+			pv->pages = &w->pages[(off - w->offset) >> PAGE_SHIFT];
+		goto out;
+	}
+	arr = kvmalloc_array(npages, sizeof(*arr), GFP_KERNEL);
+	if (!arr) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (;;) {
+		if ((w->prot & prot) != prot) {
+			err = -EACCES;
+			break;
+		}
+		err = scif_xfer_add_window(x, w);
+		if (err)
+			break;
+		idx = ((cur & PAGE_MASK) - w->offset) >> PAGE_SHIFT;
+		while (idx < w->npages && filled < npages)
+			arr[filled++] = w->pages[idx++];
+		cur = w->offset + w->len;
+		if (cur >= end)
+			break;
+		/* Windows are disjoint: the next one must start at cur. */
+		w = scif_window_lookup(rma, cur);
+		if (!w) {
+			err = -ENXIO;
+			break;
+		}
+	}
+	if (err) {
+		kvfree(arr);
+		goto out;
+	}
+	pv->pages = arr;
+	if (!x->src_alloc)
+		x->src_alloc = arr;
+	else
+		x->dst_alloc = arr;
+out:
+	up_read(&rma->win_lock);
+	return err;
+}
+
+int scif_xfer_add_window(struct scif_xfer *x, struct scif_window *win)
+{
+	if (x->nwins < ARRAY_SIZE(x->wins)) {
+		x->wins[x->nwins++] = win;
+		kref_get(&win->ref);
+		return 0;
+	}
+	if (x->nwins - ARRAY_SIZE(x->wins) >= x->wins_cap) {
+		unsigned int cap = max(16U, x->wins_cap * 2);
+		struct scif_window **n;
+
+		n = kvmalloc_array(cap, sizeof(*n), GFP_KERNEL);
+		if (!n)
+			return -ENOMEM;
+		if (x->wins_ext)
+			memcpy(n, x->wins_ext, x->wins_cap * sizeof(*n));
+		kvfree(x->wins_ext);
+		x->wins_ext = n;
+		x->wins_cap = cap;
+	}
+	x->wins_ext[x->nwins - ARRAY_SIZE(x->wins)] = win;
+	x->nwins++;
+	kref_get(&win->ref);
+	return 0;
+}
+
+/* ---- endpoint life cycle ---- */
 
 int scif_rma_ep_init(struct scif_endpt *ep)
 {
+	struct scif_rma_ep *rma = kzalloc(sizeof(*rma), GFP_KERNEL);
+
+	if (!rma)
+		return -ENOMEM;
+	rma->ep = ep;
+	init_rwsem(&rma->win_lock);
+	rma->windows = RB_ROOT;
+	rma->next_off = SCIF_RMA_OFF_START;
+	spin_lock_init(&rma->fence_lock);
+	INIT_LIST_HEAD(&rma->inflight);
+	INIT_LIST_HEAD(&rma->signals);
+	init_waitqueue_head(&rma->fence_wq);
+	mutex_init(&rma->mmap_mutex);
+	INIT_LIST_HEAD(&rma->rcache.entries);
+	scif_ep_set_rma(ep, rma);
 	return 0;
 }
 
 void scif_rma_ep_disconnect(struct scif_endpt *ep)
 {
+	struct scif_rma_ep *rma = scif_ep_rma(ep);
+
+	if (!rma)
+		return;
+	spin_lock(&rma->fence_lock);
+	rma->disconnected = true;
+	spin_unlock(&rma->fence_lock);
+	wake_up_all(&rma->fence_wq);
+
+	/* The peer loses access to our windows: no new faults, zap PTEs. */
+	down_write(&rma->win_lock);
+	rma->dead = true;
+	up_write(&rma->win_lock);
+	scif_rma_zap(rma, 0, SCIF_RMA_OFF_LIMIT);
 }
 
 void scif_rma_ep_release(struct scif_endpt *ep)
 {
+	struct scif_rma_ep *rma = scif_ep_rma(ep);
+	struct rb_node *n;
+
+	if (!rma)
+		return;
+	down_write(&rma->win_lock);
+	rma->dead = true;
+	n = rb_first(&rma->windows);
+	while (n) {
+		struct rb_node *next = rb_next(n);
+		struct scif_window *w = rb_entry(n, struct scif_window, node);
+
+		rb_erase(n, &rma->windows);
+		scif_rma_zap(rma, w->offset, w->len);
+		scif_window_put(w);
+		n = next;
+	}
+	rma->nwindows = 0;
+	up_write(&rma->win_lock);
+
+	scif_fence_release(rma);
+	scif_rcache_release(rma);
+	scif_rma_mmap_release(rma);
+	scif_ep_set_rma(ep, NULL);
+	kfree(rma);
 }
 
 long scif_rma_ioctl(struct scif_endpt *ep, unsigned int cmd, unsigned long arg)
 {
-	return -ENOSYS;
+	struct scif_rma_ep *rma = scif_ep_rma(ep);
+	void __user *uarg = (void __user *)arg;
+
+	if (!rma)
+		return -EINVAL;
+	switch (cmd) {
+	case SCIF_REG:
+		return scif_rma_register(ep, rma, uarg);
+	case SCIF_UNREG:
+		return scif_rma_unregister(ep, rma, uarg);
+	case SCIF_READFROM:
+	case SCIF_WRITETO:
+	case SCIF_VREADFROM:
+	case SCIF_VWRITETO:
+		return scif_rma_copy_ioctl(ep, cmd, uarg);
+	case SCIF_FENCE_MARK:
+		return scif_fence_mark_ioctl(ep, uarg);
+	case SCIF_FENCE_WAIT:
+		return scif_fence_wait_ioctl(ep, (int)arg);
+	case SCIF_FENCE_SIGNAL:
+		return scif_fence_signal_ioctl(ep, uarg);
+	}
+	return -ENOTTY;
 }
 
-int scif_rma_mmap(struct scif_endpt *ep, struct vm_area_struct *vma)
+/* ---- module ---- */
+
+static int scif_dbg_pinned_get(void *data, u64 *val)
 {
-	return -ENOSYS;
+	*val = atomic_long_read(&scif_rma_pinned_pages);
+	return 0;
+}
+DEFINE_DEBUGFS_ATTRIBUTE(scif_dbg_pinned_fops, scif_dbg_pinned_get, NULL,
+			 "%llu\n");
+
+int scif_rma_init(struct dentry *dbg)
+{
+	int err;
+
+	err = scif_xfer_init();
+	if (err)
+		return err;
+	err = scif_dma_init(dbg);
+	if (err) {
+		scif_xfer_exit();
+		return err;
+	}
+	if (dbg) {
+		debugfs_create_file_unsafe("pinned_pages", 0444, dbg, NULL,
+					   &scif_dbg_pinned_fops);
+		debugfs_create_atomic_t("rma_inflight", 0444, dbg,
+					&scif_rma_inflight);
+		debugfs_create_atomic_t("windows", 0444, dbg,
+					&scif_rma_nwindows);
+	}
+	return 0;
+}
+
+void scif_rma_exit(void)
+{
+	scif_xfer_exit();
+	scif_dma_exit();
 }

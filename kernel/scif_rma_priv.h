@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Internal data structures of the openscif RMA subsystem (scif_rma*.c).
+ * Nothing here is visible to the endpoint core; the core only sees
+ * scif_rma.h.
+ */
+#ifndef SCIF_RMA_PRIV_H
+#define SCIF_RMA_PRIV_H
+
+#include <linux/atomic.h>
+#include <linux/completion.h>
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/mmu_notifier.h>
+#include <linux/mutex.h>
+#include <linux/rbtree.h>
+#include <linux/rwsem.h>
+#include <linux/spinlock.h>
+#include <linux/types.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
+#include "scif_rma.h"
+
+#define SCIF_RMA_CACHELINE	64
+/* Offsets handed out by the allocator start here (0 stays unused). */
+#define SCIF_RMA_OFF_START	((u64)PAGE_SIZE)
+/* Registered address space: [0, SCIF_RMA_OFF_LIMIT). */
+#define SCIF_RMA_OFF_LIMIT	(1ULL << 52)
+
+/* Fence marks: low 30 bits carry the sequence number, bit 30 the side. */
+#define SCIF_MARK_SEQ_MASK	0x3fffffffU
+#define SCIF_MARK_PEER		0x40000000U
+
+/*
+ * A registered window: npages pinned pages of one process, visible at
+ * [offset, offset + len) of the owner's registered address space.
+ *
+ * Life time: kref.  The owner's window tree holds one reference; every RMA,
+ * pending fence signal and mmap fault that uses the window takes its own.
+ * The last put unpins the pages and uncharges RLIMIT_MEMLOCK, so pages
+ * stay valid while any user remains, even after unregistration.
+ * All fields except ref and node are immutable after registration; node is
+ * protected by the owner's win_lock.
+ */
+struct scif_window {
+	struct rb_node node;
+	struct kref ref;
+	u64 offset;
+	u64 len;
+	unsigned long npages;
+	int prot;			/* SCIF_PROT_* */
+	bool dirty;			/* pages may have been written */
+	struct page **pages;
+	struct mm_struct *mm;		/* mmgrab()ed; charged pinned_vm */
+	unsigned long charged;		/* pages charged to mm->pinned_vm */
+};
+
+/*
+ * A fence signal waiting for RMAs to complete: write val at page/off.
+ * Lives on the pending list of the scif_rma_ep whose RMAs it watches,
+ * protected by that structure's fence_lock.
+ */
+struct scif_fence_sig {
+	struct list_head link;
+	u64 seq;			/* fires when completed >= seq */
+	struct scif_window *win;	/* reference held */
+	unsigned long pgidx;
+	unsigned int pgoff;
+	u64 val;
+};
+
+/* Registration cache of scif_v* calls (SCIF_RMA_USECACHE). */
+struct scif_rcache_entry {
+	struct list_head link;		/* on rma->rcache.entries */
+	struct kref ref;
+	struct mmu_interval_notifier mni;
+	struct scif_rma_ep *rma;	/* valid while linked */
+	struct mm_struct *mm;		/* mmgrab()ed by the notifier */
+	unsigned long start;		/* page aligned user address */
+	unsigned long npages;
+	bool write;			/* pinned with FOLL_WRITE */
+	bool valid;			/* cleared by the MMU notifier */
+	bool linked;			/* on the entries list */
+	struct page **pages;
+	struct work_struct free_work;
+};
+
+/*
+ * Per endpoint RMA state (ep->rma).
+ *
+ * win_lock (rw_semaphore) protects windows, nwindows and dead; RMA lookups
+ * and mmap faults take it shared, registration/unregistration exclusive.
+ * fence_lock (spinlock) protects issued, inflight and signals.
+ * mmap_lock_m (mutex) protects peer_mapping.
+ * The rcache list and count are protected by a global spinlock of
+ * scif_rma_cache.c.
+ */
+struct scif_rma_ep {
+	struct scif_endpt *ep;		/* back pointer, not counted */
+
+	struct rw_semaphore win_lock;
+	struct rb_root windows;
+	unsigned long nwindows;
+	u64 next_off;			/* allocation hint */
+	bool dead;			/* disconnected: no new mmap faults */
+
+	spinlock_t fence_lock;
+	u64 issued;			/* sequence of the last RMA issued */
+	struct list_head inflight;	/* struct scif_xfer, ascending seq */
+	struct list_head signals;	/* struct scif_fence_sig */
+	wait_queue_head_t fence_wq;
+	bool disconnected;
+
+	/*
+	 * The address_space through which the peer mapped our windows
+	 * (ihold()ed on its host inode); zapped on unregister/disconnect.
+	 */
+	struct mutex mmap_mutex;
+	struct address_space *peer_mapping;
+
+	struct {
+		struct list_head entries;
+		unsigned int count;
+	} rcache;
+};
+
+/* A page vector: the range starts at byte first_off of pages[0]. */
+struct scif_pgvec {
+	struct page **pages;
+	unsigned int first_off;
+};
+
+/*
+ * One RMA.  Holds references on both endpoints, on every window it
+ * touches, and on the user pages it pinned (or a cache entry), until it
+ * completes.  Linked on the initiator's rma->inflight under fence_lock.
+ */
+struct scif_xfer {
+	struct work_struct work;
+	struct list_head link;
+	u64 seq;
+	struct scif_endpt *ep;		/* initiator, counted */
+	struct scif_endpt *peer;	/* counted */
+	struct scif_rma_ep *rma;	/* initiator's */
+	struct scif_rma_ep *peer_rma;
+	int flags;
+	size_t len;
+	struct scif_pgvec src;
+	struct scif_pgvec dst;
+	struct page **src_alloc;	/* flat page arrays built for the xfer */
+	struct page **dst_alloc;
+	struct scif_window *wins[4];	/* small inline set, else wins_ext */
+	struct scif_window **wins_ext;
+	unsigned int nwins;
+	unsigned int wins_cap;
+	struct page **upages;		/* per call user pins */
+	unsigned long nupages;
+	bool upages_dirty;
+	struct scif_rcache_entry *rce;	/* or a cache entry */
+};
+
+/* Global counters (debugfs). */
+extern atomic_long_t scif_rma_pinned_pages;
+extern atomic_t scif_rma_inflight;
+extern atomic_t scif_rma_nwindows;
+extern struct workqueue_struct *scif_rma_wq;
+
+/* scif_rma.c */
+void scif_window_put(struct scif_window *win);
+struct scif_window *scif_window_lookup(struct scif_rma_ep *rma, u64 off);
+int scif_rma_gather(struct scif_rma_ep *rma, u64 off, size_t len, int prot,
+		    struct scif_xfer *x, struct scif_pgvec *pv);
+int scif_xfer_add_window(struct scif_xfer *x, struct scif_window *win);
+
+/* scif_rma_xfer.c */
+long scif_rma_copy_ioctl(struct scif_endpt *ep, unsigned int cmd,
+			 void __user *uarg);
+long scif_fence_mark_ioctl(struct scif_endpt *ep, void __user *uarg);
+long scif_fence_wait_ioctl(struct scif_endpt *ep, int mark);
+long scif_fence_signal_ioctl(struct scif_endpt *ep, void __user *uarg);
+void scif_fence_release(struct scif_rma_ep *rma);
+int scif_xfer_init(void);
+void scif_xfer_exit(void);
+
+/* scif_rma_dma.c: the data movers */
+void scif_copy_cpu(struct scif_pgvec *dst, struct scif_pgvec *src,
+		   size_t off, size_t len);
+int scif_copy_dma(struct scif_pgvec *dst, struct scif_pgvec *src,
+		  size_t off, size_t len);
+int scif_dma_init(struct dentry *dbg);
+void scif_dma_exit(void);
+
+/* scif_rma_mmap.c */
+void scif_rma_zap(struct scif_rma_ep *rma, u64 off, u64 len);
+void scif_rma_mmap_release(struct scif_rma_ep *rma);
+
+/* scif_rma_cache.c */
+struct scif_rcache_entry *scif_rcache_get(struct scif_rma_ep *rma,
+					  unsigned long start,
+					  unsigned long npages, bool write);
+void scif_rcache_put(struct scif_rcache_entry *e);
+void scif_rcache_release(struct scif_rma_ep *rma);
+
+/* Pins: counted in scif_rma_pinned_pages. */
+int scif_pin_user(unsigned long start, unsigned long npages,
+		  unsigned int gup_flags, struct page **pages);
+void scif_unpin_user(struct page **pages, unsigned long npages, bool dirty);
+
+#endif /* SCIF_RMA_PRIV_H */

@@ -1,0 +1,515 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * openscif RMA transfers (SCIF_READFROM, SCIF_WRITETO, SCIF_VREADFROM,
+ * SCIF_VWRITETO) and fences (SCIF_FENCE_MARK, SCIF_FENCE_WAIT,
+ * SCIF_FENCE_SIGNAL).
+ *
+ * A transfer is validated and its pages are collected (window pages and,
+ * for the v* calls, pinned user pages) in the caller's context; the data
+ * then moves either right there (SCIF_RMA_SYNC) or in a work item.  Every
+ * transfer gets a sequence number from its initiator; "completed up to N"
+ * is the sequence before the oldest transfer still in flight, which is
+ * what fence marks compare against.
+ */
+#include <linux/highmem.h>
+#include <linux/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <scif_ioctl.h>
+#include "scif_rma_priv.h"
+
+#define SCIF_PROT_READ		(1 << 0)
+#define SCIF_PROT_WRITE		(1 << 1)
+#define SCIF_FENCE_INIT_SELF	(1 << 0)
+#define SCIF_FENCE_INIT_PEER	(1 << 1)
+#define SCIF_SIGNAL_LOCAL	(1 << 4)
+#define SCIF_SIGNAL_REMOTE	(1 << 5)
+#define SCIF_RMA_USECPU		(1 << 0)
+#define SCIF_RMA_USECACHE	(1 << 1)
+#define SCIF_RMA_SYNC		(1 << 2)
+#define SCIF_RMA_ORDERED	(1 << 3)
+#define SCIF_RMA_FLAGS		(SCIF_RMA_USECPU | SCIF_RMA_USECACHE | \
+				 SCIF_RMA_SYNC | SCIF_RMA_ORDERED)
+
+/* Below this many bytes the CPU is used even when a DMA channel exists. */
+#define SCIF_DMA_MIN		256
+
+struct workqueue_struct *scif_rma_wq;
+
+/* ---- fence bookkeeping, all under rma->fence_lock ---- */
+
+static u64 scif_completed(struct scif_rma_ep *rma)
+{
+	struct scif_xfer *x;
+
+	x = list_first_entry_or_null(&rma->inflight, struct scif_xfer, link);
+	return x ? x->seq - 1 : rma->issued;
+}
+
+static bool scif_fence_done(struct scif_rma_ep *rma, u64 seq)
+{
+	bool done;
+
+	spin_lock(&rma->fence_lock);
+	done = scif_completed(rma) >= seq;
+	spin_unlock(&rma->fence_lock);
+	return done;
+}
+
+/* Write and free the signals on @list (no lock held). */
+static void scif_fence_fire(struct list_head *list)
+{
+	struct scif_fence_sig *sig, *tmp;
+
+	/* Data of the fenced transfers first, then the signal values. */
+	smp_wmb();
+	list_for_each_entry_safe(sig, tmp, list, link) {
+		u8 *p = kmap_local_page(sig->win->pages[sig->pgidx]);
+
+		WRITE_ONCE(*(u64 *)(p + sig->pgoff), sig->val);
+		kunmap_local(p);
+		list_del(&sig->link);
+		scif_window_put(sig->win);
+		kfree(sig);
+	}
+}
+
+void scif_fence_release(struct scif_rma_ep *rma)
+{
+	LIST_HEAD(list);
+
+	spin_lock(&rma->fence_lock);
+	list_splice_init(&rma->signals, &list);
+	spin_unlock(&rma->fence_lock);
+	scif_fence_fire(&list);
+}
+
+/* ---- transfers ---- */
+
+static void scif_xfer_free(struct scif_xfer *x)
+{
+	unsigned int i;
+
+	for (i = 0; i < x->nwins; i++) {
+		if (i < ARRAY_SIZE(x->wins))
+			scif_window_put(x->wins[i]);
+		else
+			scif_window_put(x->wins_ext[i - ARRAY_SIZE(x->wins)]);
+	}
+	kvfree(x->wins_ext);
+	if (x->upages) {
+		scif_unpin_user(x->upages, x->nupages, x->upages_dirty);
+		kvfree(x->upages);
+	}
+	if (x->rce)
+		scif_rcache_put(x->rce);
+	kvfree(x->src_alloc);
+	kvfree(x->dst_alloc);
+	scif_ep_put(x->peer);
+	scif_ep_put(x->ep);
+	kfree(x);
+}
+
+/* Copy bytes [a, b) of the transfer, by DMA when allowed and worth it. */
+static void scif_xfer_copy(struct scif_xfer *x, size_t a, size_t b, bool dma)
+{
+	size_t head, mid;
+
+	if (b <= a)
+		return;
+	if (!dma || b - a < SCIF_DMA_MIN) {
+		scif_copy_cpu(&x->dst, &x->src, a, b - a);
+		return;
+	}
+	/* CPU for the head up to a destination cache line, and the tail. */
+	head = (SCIF_RMA_CACHELINE -
+		((x->dst.first_off + a) & (SCIF_RMA_CACHELINE - 1))) &
+	       (SCIF_RMA_CACHELINE - 1);
+	head = min(head, b - a);
+	mid = ALIGN_DOWN(b - a - head, SCIF_RMA_CACHELINE);
+	scif_copy_cpu(&x->dst, &x->src, a, head);
+	if (mid && scif_copy_dma(&x->dst, &x->src, a + head, mid))
+		scif_copy_cpu(&x->dst, &x->src, a + head, mid);
+	scif_copy_cpu(&x->dst, &x->src, a + head + mid, b - a - head - mid);
+}
+
+static void scif_xfer_run(struct scif_xfer *x)
+{
+	bool dma = !(x->flags & SCIF_RMA_USECPU);
+	size_t tail = x->len;
+
+	if (x->flags & SCIF_RMA_ORDERED) {
+		/* Start of the last (partial) cache line of the source. */
+		size_t last = ALIGN_DOWN(x->src.first_off + x->len - 1,
+					 SCIF_RMA_CACHELINE);
+
+		tail = last > x->src.first_off ? last - x->src.first_off : 0;
+	}
+	scif_xfer_copy(x, 0, tail, dma);
+	if (tail < x->len) {
+		/* Everything before is complete (DMA waited for); publish it. */
+		wmb();
+		scif_copy_cpu(&x->dst, &x->src, tail, x->len - tail);
+	}
+}
+
+static void scif_xfer_done(struct scif_xfer *x)
+{
+	struct scif_rma_ep *rma = x->rma, *peer_rma = x->peer_rma;
+	struct scif_fence_sig *sig, *tmp;
+	LIST_HEAD(fire);
+	u64 done;
+
+	spin_lock(&rma->fence_lock);
+	list_del(&x->link);
+	done = scif_completed(rma);
+	list_for_each_entry_safe(sig, tmp, &rma->signals, link)
+		if (sig->seq <= done)
+			list_move_tail(&sig->link, &fire);
+	spin_unlock(&rma->fence_lock);
+	scif_fence_fire(&fire);
+	wake_up_all(&rma->fence_wq);
+	wake_up_all(&peer_rma->fence_wq);
+	scif_xfer_free(x);
+	atomic_dec(&scif_rma_inflight);
+}
+
+static void scif_xfer_work(struct work_struct *work)
+{
+	struct scif_xfer *x = container_of(work, struct scif_xfer, work);
+
+	scif_xfer_run(x);
+	scif_xfer_done(x);
+}
+
+/* Pin (or find in the cache) the user range of a v* call. */
+static int scif_xfer_user(struct scif_xfer *x, u64 addr, size_t len,
+			  bool write, struct scif_pgvec *pv)
+{
+	unsigned long start = addr & PAGE_MASK;
+	unsigned long npages;
+	int err;
+
+	if (addr + len < addr || !access_ok(u64_to_user_ptr(addr), len))
+		return -EFAULT;
+	npages = ((addr & ~PAGE_MASK) + len + PAGE_SIZE - 1) >> PAGE_SHIFT;
+	pv->first_off = addr & ~PAGE_MASK;
+
+	if (x->flags & SCIF_RMA_USECACHE) {
+		x->rce = scif_rcache_get(x->rma, start, npages, write);
+		if (x->rce) {
+			pv->pages = x->rce->pages +
+				((start - x->rce->start) >> PAGE_SHIFT);
+			return 0;
+		}
+	}
+	x->upages = kvmalloc_array(npages, sizeof(*x->upages), GFP_KERNEL);
+	if (!x->upages)
+		return -ENOMEM;
+	err = scif_pin_user(start, npages, write ? FOLL_WRITE : 0, x->upages);
+	if (err) {
+		kvfree(x->upages);
+		x->upages = NULL;
+		return err == -ENOMEM ? err : -EFAULT;
+	}
+	x->nupages = npages;
+	x->upages_dirty = write;
+	pv->pages = x->upages;
+	return 0;
+}
+
+long scif_rma_copy_ioctl(struct scif_endpt *ep, unsigned int cmd,
+			 void __user *uarg)
+{
+	struct scifioctl_copy c;
+	struct scif_endpt *peer;
+	struct scif_xfer *x;
+	int err;
+
+	if (copy_from_user(&c, uarg, sizeof(c)))
+		return -EFAULT;
+	if (c.flags & ~SCIF_RMA_FLAGS)
+		return -EINVAL;
+	err = scif_ep_get_peer(ep, &peer);
+	if (err)
+		return err;
+	x = kzalloc(sizeof(*x), GFP_KERNEL);
+	if (!x) {
+		scif_ep_put(peer);
+		return -ENOMEM;
+	}
+	scif_ep_get(ep);
+	x->ep = ep;
+	x->peer = peer;
+	x->rma = scif_ep_rma(ep);
+	x->peer_rma = scif_ep_rma(peer);
+	x->flags = c.flags;
+	x->len = c.len;
+	if (!x->rma || !x->peer_rma) {
+		err = -ECONNRESET;
+		goto fail;
+	}
+	if (!c.len || c.len > SCIF_RMA_OFF_LIMIT) {
+		err = c.len ? -ENXIO : 0;
+		goto fail;
+	}
+
+	switch (cmd) {
+	case SCIF_READFROM:
+		err = scif_rma_gather(x->peer_rma, c.roffset, c.len,
+				      SCIF_PROT_READ, x, &x->src);
+		if (!err)
+			err = scif_rma_gather(x->rma, c.loffset, c.len,
+					      SCIF_PROT_WRITE, x, &x->dst);
+		break;
+	case SCIF_WRITETO:
+		err = scif_rma_gather(x->peer_rma, c.roffset, c.len,
+				      SCIF_PROT_WRITE, x, &x->dst);
+		if (!err)
+			err = scif_rma_gather(x->rma, c.loffset, c.len,
+					      SCIF_PROT_READ, x, &x->src);
+		break;
+	case SCIF_VREADFROM:
+		err = scif_rma_gather(x->peer_rma, c.roffset, c.len,
+				      SCIF_PROT_READ, x, &x->src);
+		if (!err)
+			err = scif_xfer_user(x, c.addr, c.len, true, &x->dst);
+		break;
+	default: /* SCIF_VWRITETO */
+		err = scif_rma_gather(x->peer_rma, c.roffset, c.len,
+				      SCIF_PROT_WRITE, x, &x->dst);
+		if (!err)
+			err = scif_xfer_user(x, c.addr, c.len, false, &x->src);
+		break;
+	}
+	if (err)
+		goto fail;
+
+	spin_lock(&x->rma->fence_lock);
+	if (x->rma->disconnected) {
+		spin_unlock(&x->rma->fence_lock);
+		err = -ECONNRESET;
+		goto fail;
+	}
+	x->seq = ++x->rma->issued;
+	list_add_tail(&x->link, &x->rma->inflight);
+	spin_unlock(&x->rma->fence_lock);
+	atomic_inc(&scif_rma_inflight);
+
+	if (c.flags & SCIF_RMA_SYNC) {
+		scif_xfer_run(x);
+		scif_xfer_done(x);
+	} else {
+		INIT_WORK(&x->work, scif_xfer_work);
+		queue_work(scif_rma_wq, &x->work);
+	}
+	return 0;
+
+fail:
+	scif_xfer_free(x);
+	return err;
+}
+
+/* ---- fences ---- */
+
+/* The endpoint whose transfers a mark/signal watches; counted if peer. */
+static int scif_fence_target(struct scif_endpt *ep, bool peer_side,
+			     struct scif_endpt **peer, struct scif_rma_ep **t)
+{
+	int err;
+
+	*peer = NULL;
+	if (!peer_side) {
+		err = scif_ep_conn_state(ep);
+		if (err)
+			return err;
+		*t = scif_ep_rma(ep);
+		return 0;
+	}
+	err = scif_ep_get_peer(ep, peer);
+	if (err)
+		return err;
+	*t = scif_ep_rma(*peer);
+	if (!*t) {
+		scif_ep_put(*peer);
+		*peer = NULL;
+		return -ECONNRESET;
+	}
+	return 0;
+}
+
+long scif_fence_mark_ioctl(struct scif_endpt *ep, void __user *uarg)
+{
+	struct scifioctl_fence_mark fm;
+	struct scif_endpt *peer;
+	struct scif_rma_ep *t;
+	bool peer_side;
+	int mark, err;
+
+	if (copy_from_user(&fm, uarg, sizeof(fm)))
+		return -EFAULT;
+	if (fm.flags != SCIF_FENCE_INIT_SELF &&
+	    fm.flags != SCIF_FENCE_INIT_PEER)
+		return -EINVAL;
+	peer_side = fm.flags == SCIF_FENCE_INIT_PEER;
+	err = scif_fence_target(ep, peer_side, &peer, &t);
+	if (err)
+		return err;
+	spin_lock(&t->fence_lock);
+	mark = (int)(t->issued & SCIF_MARK_SEQ_MASK);
+	spin_unlock(&t->fence_lock);
+	if (peer_side) {
+		mark |= SCIF_MARK_PEER;
+		scif_ep_put(peer);
+	}
+	if (put_user(mark, (int __user *)u64_to_user_ptr(fm.mark)))
+		return -EFAULT;
+	return 0;
+}
+
+long scif_fence_wait_ioctl(struct scif_endpt *ep, int mark)
+{
+	struct scif_rma_ep *rma = scif_ep_rma(ep), *t;
+	struct scif_endpt *peer;
+	u64 seq;
+	int err;
+
+	if (mark < 0)
+		return -EINVAL;
+	err = scif_fence_target(ep, mark & SCIF_MARK_PEER, &peer, &t);
+	if (err)
+		return err;
+	spin_lock(&t->fence_lock);
+	/* Rebuild the 64-bit sequence from its low 30 bits (<= issued). */
+	seq = t->issued - ((t->issued - (u64)mark) & SCIF_MARK_SEQ_MASK);
+	spin_unlock(&t->fence_lock);
+
+	err = wait_event_interruptible(rma->fence_wq,
+				       scif_fence_done(t, seq) ||
+				       READ_ONCE(rma->disconnected));
+	if (err)
+		err = -EINTR;
+	else if (!scif_fence_done(t, seq))
+		err = scif_ep_conn_state(ep) ?: -ECONNRESET;
+	if (peer)
+		scif_ep_put(peer);
+	return err;
+}
+
+static int scif_sig_new(struct scif_rma_ep *rma, s64 off, u64 val,
+			struct scif_fence_sig **out)
+{
+	struct scif_fence_sig *sig;
+	struct scif_window *w;
+	int err = 0;
+
+	if (off < 0)
+		return -ENXIO;
+	sig = kzalloc(sizeof(*sig), GFP_KERNEL);
+	if (!sig)
+		return -ENOMEM;
+	down_read(&rma->win_lock);
+	w = scif_window_lookup(rma, off);
+	if (!w)
+		err = -ENXIO;
+	else if (!(w->prot & SCIF_PROT_WRITE))
+		err = -EACCES;
+	else
+		kref_get(&w->ref);
+	up_read(&rma->win_lock);
+	if (err) {
+		kfree(sig);
+		return err;
+	}
+	sig->win = w;
+	sig->pgidx = (off - w->offset) >> PAGE_SHIFT;
+	sig->pgoff = off & ~PAGE_MASK;
+	sig->val = val;
+	*out = sig;
+	return 0;
+}
+
+long scif_fence_signal_ioctl(struct scif_endpt *ep, void __user *uarg)
+{
+	struct scifioctl_fence_signal fs;
+	struct scif_fence_sig *lsig = NULL, *rsig = NULL;
+	struct scif_endpt *peer;
+	struct scif_rma_ep *t, *rma = scif_ep_rma(ep);
+	int init, err;
+	LIST_HEAD(list);
+
+	if (copy_from_user(&fs, uarg, sizeof(fs)))
+		return -EFAULT;
+	init = fs.flags & (SCIF_FENCE_INIT_SELF | SCIF_FENCE_INIT_PEER);
+	if (fs.flags & ~(SCIF_FENCE_INIT_SELF | SCIF_FENCE_INIT_PEER |
+			 SCIF_SIGNAL_LOCAL | SCIF_SIGNAL_REMOTE))
+		return -EINVAL;
+	if (init != SCIF_FENCE_INIT_SELF && init != SCIF_FENCE_INIT_PEER)
+		return -EINVAL;
+	if (!(fs.flags & (SCIF_SIGNAL_LOCAL | SCIF_SIGNAL_REMOTE)))
+		return -EINVAL;
+	if ((fs.flags & SCIF_SIGNAL_LOCAL) && (fs.loff & 7))
+		return -EINVAL;
+	if ((fs.flags & SCIF_SIGNAL_REMOTE) && (fs.roff & 7))
+		return -EINVAL;
+
+	/* Always hold the peer: remote signals need its windows. */
+	err = scif_ep_get_peer(ep, &peer);
+	if (err)
+		return err;
+	t = init == SCIF_FENCE_INIT_PEER ? scif_ep_rma(peer) : rma;
+	if (!t || !scif_ep_rma(peer)) {
+		err = -ECONNRESET;
+		goto out;
+	}
+	if (fs.flags & SCIF_SIGNAL_LOCAL) {
+		err = scif_sig_new(rma, fs.loff, fs.lval, &lsig);
+		if (err)
+			goto out;
+		list_add_tail(&lsig->link, &list);
+	}
+	if (fs.flags & SCIF_SIGNAL_REMOTE) {
+		err = scif_sig_new(scif_ep_rma(peer), fs.roff, fs.rval, &rsig);
+		if (err)
+			goto out;
+		list_add_tail(&rsig->link, &list);
+	}
+
+	spin_lock(&t->fence_lock);
+	if (scif_completed(t) < t->issued) {
+		if (lsig)
+			lsig->seq = t->issued;
+		if (rsig)
+			rsig->seq = t->issued;
+		list_splice_tail_init(&list, &t->signals);
+	}
+	spin_unlock(&t->fence_lock);
+	/* Nothing in flight: the values are due now. */
+	scif_fence_fire(&list);
+	scif_ep_put(peer);
+	return 0;
+out:
+	/* Set-up failed: drop what was prepared without writing it. */
+	if (lsig) {
+		scif_window_put(lsig->win);
+		kfree(lsig);
+	}
+	if (rsig) {
+		scif_window_put(rsig->win);
+		kfree(rsig);
+	}
+	scif_ep_put(peer);
+	return err;
+}
+
+int scif_xfer_init(void)
+{
+	scif_rma_wq = alloc_workqueue("scif_rma", WQ_UNBOUND, 0);
+	return scif_rma_wq ? 0 : -ENOMEM;
+}
+
+void scif_xfer_exit(void)
+{
+	destroy_workqueue(scif_rma_wq);
+}
