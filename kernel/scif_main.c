@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * openscif: SCIF endpoints, messaging and RMA for current kernels.
+ * Module init/exit and parameters.
+ */
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/log2.h>
+#include "scif_ep.h"
+
+static unsigned int nodes = 1;
+module_param(nodes, uint, 0444);
+MODULE_PARM_DESC(nodes, "number of emulated coprocessor nodes /dev/scif1..N (0-16, default 1)");
+
+unsigned int scif_ring_size = 65536;
+module_param_named(ring_size, scif_ring_size, uint, 0444);
+MODULE_PARM_DESC(ring_size, "bytes of the receive ring of each connected endpoint (power of two, 4096-4194304, default 65536)");
+
+static int __init scif_init(void)
+{
+	struct dentry *dbg;
+	int err;
+
+	if (nodes > SCIF_MAX_EMU_NODES) {
+		pr_err("scif: nodes=%u exceeds %u\n", nodes, SCIF_MAX_EMU_NODES);
+		return -EINVAL;
+	}
+	if (scif_ring_size < 4096 || scif_ring_size > (4U << 20) ||
+	    !is_power_of_2(scif_ring_size)) {
+		pr_err("scif: ring_size=%u invalid\n", scif_ring_size);
+		return -EINVAL;
+	}
+	dbg = scif_debugfs_init();
+	err = scif_rma_init(dbg);
+	if (err)
+		goto out_dbg;
+	/* devices last: nothing can open an endpoint before this */
+	err = scif_nodes_init(nodes);
+	if (err)
+		goto out_rma;
+	pr_info("scif: openscif loaded, node 0 and %u emulated node(s)\n",
+		nodes);
+	return 0;
+
+out_rma:
+	scif_rma_exit();
+out_dbg:
+	scif_debugfs_exit();
+	return err;
+}
+
+static void __exit scif_exit(void)
+{
+	/* no file is open (module reference), so no endpoint is left */
+	scif_nodes_exit();
+	if (!list_empty(&scif_eps))
+		pr_err("scif: endpoints leaked at exit\n");
+	if (!xa_empty(&scif_accept_xa))
+		pr_err("scif: accept handles leaked at exit\n");
+	scif_rma_exit();
+	scif_debugfs_exit();
+}
+
+module_init(scif_init);
+module_exit(scif_exit);
+
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("openscif: SCIF endpoints, messaging and RMA");
+MODULE_AUTHOR("openscif contributors");

@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Nodes and the loopback/emulation transport.  Node 0 is the host; nodes
+ * 1..N are emulated in this kernel.  Every node reaches every other node
+ * through scif_loopback_ops; node loss is simulated through debugfs.
+ */
+#include <linux/uaccess.h>
+#include <linux/slab.h>
+#include "scif_ep.h"
+#include "scif_transport.h"
+
+struct scif_node scif_nodes[SCIF_MAX_NODES];
+unsigned int scif_nr_nodes;
+DEFINE_MUTEX(scif_nodes_mutex);
+
+struct scif_node *scif_node_lookup(u16 id)
+{
+	if (id >= scif_nr_nodes)
+		return NULL;
+	return &scif_nodes[id];
+}
+
+/* ---- loopback transport ---- */
+
+static int lb_conn_request(struct scif_endpt *ep, u16 dst_node, u16 port)
+{
+	struct scif_node *dst = scif_node_lookup(dst_node);
+
+	if (!dst || !READ_ONCE(dst->online))
+		return -ENODEV;
+	return scif_conn_deliver(ep, dst, port);
+}
+
+static bool lb_conn_cancel(struct scif_endpt *ep, int err)
+{
+	return scif_conn_withdraw(ep, err);
+}
+
+static ssize_t lb_msg_send(struct scif_endpt *ep, struct scif_endpt *peer,
+			   const void __user *buf, size_t len)
+{
+	return scif_ring_write(&peer->rx, buf, len);
+}
+
+static void lb_notify(struct scif_endpt *peer)
+{
+	scif_ep_wake(peer);
+}
+
+static bool lb_disconnect(struct scif_endpt *ep, struct scif_endpt *peer,
+			  int err)
+{
+	bool was = false;
+
+	spin_lock(&peer->lock);
+	if (peer->peer == ep) {
+		peer->peer = NULL;
+		was = true;
+		if (peer->state == SCIFEP_CONNECTED) {
+			peer->state = SCIFEP_DISCONNECTED;
+			peer->disc_err = err;
+		}
+	}
+	spin_unlock(&peer->lock);
+	scif_ep_wake(peer);
+	return was;
+}
+
+const struct scif_transport_ops scif_loopback_ops = {
+	.name = "loopback",
+	.conn_request = lb_conn_request,
+	.conn_cancel = lb_conn_cancel,
+	.msg_send = lb_msg_send,
+	.notify = lb_notify,
+	.disconnect = lb_disconnect,
+};
+
+/* ---- node set-up ---- */
+
+int scif_nodes_init(unsigned int nr_emu)
+{
+	unsigned int i;
+	int err;
+
+	scif_nr_nodes = nr_emu + 1;
+	for (i = 0; i < scif_nr_nodes; i++) {
+		struct scif_node *node = &scif_nodes[i];
+
+		node->id = i;
+		node->online = true;
+		node->ops = &scif_loopback_ops;
+		xa_init_flags(&node->ports, XA_FLAGS_ALLOC);
+		if (i)
+			snprintf(node->name, sizeof(node->name), "scif%u", i);
+		else
+			snprintf(node->name, sizeof(node->name), "scif");
+		node->misc.minor = MISC_DYNAMIC_MINOR;
+		node->misc.name = node->name;
+		node->misc.fops = &scif_fops;
+		node->misc.mode = 0666;
+	}
+	for (i = 0; i < scif_nr_nodes; i++) {
+		err = misc_register(&scif_nodes[i].misc);
+		if (err) {
+			pr_err("scif: cannot register /dev/%s: %d\n",
+			       scif_nodes[i].name, err);
+			scif_nodes_exit();
+			return err;
+		}
+		scif_nodes[i].misc_registered = true;
+	}
+	return 0;
+}
+
+void scif_nodes_exit(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < scif_nr_nodes; i++) {
+		struct scif_node *node = &scif_nodes[i];
+
+		if (node->misc_registered)
+			misc_deregister(&node->misc);
+		node->misc_registered = false;
+		if (!xa_empty(&node->ports))
+			pr_err("scif: node %u: ports still bound at exit\n", i);
+		xa_destroy(&node->ports);
+	}
+}
+
+/* Simulate the loss of node @id: every connection touching it ends. */
+int scif_node_set_lost(u16 id)
+{
+	struct scif_node *node = scif_node_lookup(id);
+	struct scif_endpt *ep, *tmp;
+	LIST_HEAD(work);
+
+	if (!node || !id)
+		return -EINVAL;
+	mutex_lock(&scif_nodes_mutex);
+	if (!node->online) {
+		mutex_unlock(&scif_nodes_mutex);
+		return 0;
+	}
+	WRITE_ONCE(node->online, false);
+	atomic64_inc(&scif_stats.nodes_lost);
+
+	mutex_lock(&scif_eps_mutex);
+	list_for_each_entry(ep, &scif_eps, all_link) {
+		if (refcount_inc_not_zero(&ep->ref))
+			list_add_tail(&ep->tmp_link, &work);
+	}
+	mutex_unlock(&scif_eps_mutex);
+
+	list_for_each_entry_safe(ep, tmp, &work, tmp_link) {
+		list_del_init(&ep->tmp_link);
+		scif_ep_node_lost(ep, id);
+		scif_ep_put(ep);
+	}
+	mutex_unlock(&scif_nodes_mutex);
+	return 0;
+}
+
+int scif_node_set_online(u16 id)
+{
+	struct scif_node *node = scif_node_lookup(id);
+
+	if (!node)
+		return -EINVAL;
+	mutex_lock(&scif_nodes_mutex);
+	WRITE_ONCE(node->online, true);
+	mutex_unlock(&scif_nodes_mutex);
+	return 0;
+}
+
+/*
+ * SCIF_GET_NODEIDS: fill at most ids->len online node ids (ascending),
+ * write the caller's node to ids->self and the number of online nodes to
+ * ids->len.
+ */
+int scif_get_nodeids(struct scif_endpt *ep, struct scifioctl_node_ids *ids)
+{
+	u16 list[SCIF_MAX_NODES];
+	unsigned int i, count = 0, fill;
+	u16 self = ep->node->id;
+
+	if (ids->len < 0)
+		return -EINVAL;
+	for (i = 0; i < scif_nr_nodes; i++)
+		if (READ_ONCE(scif_nodes[i].online))
+			list[count++] = i;
+	fill = min_t(unsigned int, count, ids->len);
+	if (fill && copy_to_user(u64_to_user_ptr(ids->nodes), list,
+				 fill * sizeof(list[0])))
+		return -EFAULT;
+	if (put_user(self, (u16 __user *)u64_to_user_ptr(ids->self)))
+		return -EFAULT;
+	ids->len = count;
+	return 0;
+}
