@@ -1,0 +1,389 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * lifecycle_test: many endpoints and the ends of connections.  1000
+ * concurrent connections in one process; a peer closing while the other side
+ * is blocked in send or recv; a peer process killed with SIGKILL mid-stream
+ * (and while a connect waits for its accept); blocking recv, send, accept
+ * and connect interrupted by a signal whose handler has no SA_RESTART
+ * (EINTR); a forked child sharing an endpoint.
+ */
+#include <sys/resource.h>
+
+#include "scif_test.h"
+
+#define NCONN 1000
+
+struct acceptor {
+    int listener;
+    int n;
+    int *accepted;
+    int err;
+};
+
+static void *accept_loop(void *arg)
+{
+    struct acceptor *a = arg;
+    struct scif_portID peer;
+    int i;
+
+    for (i = 0; i < a->n; i++) {
+        if (scif_accept(a->listener, &peer, &a->accepted[i], SCIF_ACCEPT_SYNC) < 0) {
+            a->err = errno;
+            break;
+        }
+    }
+    return NULL;
+}
+
+static int many(int snode, int cnode)
+{
+    static int cl[NCONN], sv[NCONN];
+    struct rlimit rl = {4 * NCONN, 4 * NCONN};
+    struct scif_portID dst = {(uint16_t)snode, 0};
+    struct acceptor acc = {0};
+    uint16_t port;
+    pthread_t th;
+    int i, v;
+
+    if (snode)
+        REQUIRE_NODE(snode);
+    if (cnode)
+        REQUIRE_NODE(cnode);
+    CHECK_OK(setrlimit(RLIMIT_NOFILE, &rl));
+    acc.listener = make_listener(snode, 0, 128, &port);
+    CHECK_OK(acc.listener);
+    dst.port = port;
+    acc.n = NCONN;
+    acc.accepted = sv;
+    CHECK(pthread_create(&th, NULL, accept_loop, &acc) == 0, "pthread_create");
+    for (i = 0; i < NCONN; i++) {
+        cl[i] = ep_open(cnode);
+        CHECK(cl[i] >= 0, "open endpoint %d: %s", i, strerror(errno));
+        CHECK(scif_connect(cl[i], &dst) >= 0, "connect %d: %s", i, strerror(errno));
+    }
+    pthread_join(th, NULL);
+    CHECK(!acc.err, "accept: %s", strerror(acc.err));
+    /* Every connection carries its own data: client i sends i. */
+    for (i = 0; i < NCONN; i++)
+        CHECK(send_all(cl[i], &i, sizeof(i)) == 0, "send on %d: %s", i, strerror(errno));
+    for (i = 0; i < NCONN; i++) {
+        CHECK(recv_all(sv[i], &v, sizeof(v)) == 0, "recv on %d: %s", i, strerror(errno));
+        /* Requests are accepted in order; the server side of i gets i. */
+        CHECK(v == i, "accepted endpoint %d received %d", i, v);
+    }
+    for (i = 0; i < NCONN; i++) {
+        CHECK_OK(scif_close(cl[i]));
+        CHECK_ERR(scif_recv(sv[i], &v, sizeof(v), SCIF_RECV_BLOCK), ECONNRESET);
+        CHECK_OK(scif_close(sv[i]));
+    }
+    return KSFT_PASS;
+}
+
+static int t_many_0_0(void) { return many(0, 0); }
+static int t_many_1_0(void) { return many(0, 1); }
+
+struct blocked_op {
+    int epd;
+    int op; /* 0 recv, 1 send */
+    int ret;
+    int err;
+    volatile int done;
+};
+
+static void *blocked(void *arg)
+{
+    struct blocked_op *b = arg;
+    static char big[1 << 20];
+    long total = 0;
+
+    if (b->op == 0) {
+        b->ret = scif_recv(b->epd, big, 100, SCIF_RECV_BLOCK);
+    } else {
+        /* Keep sending until the peer goes away. */
+        do {
+            b->ret = scif_send(b->epd, big, sizeof(big), SCIF_SEND_BLOCK);
+            total += b->ret > 0 ? b->ret : 0;
+        } while (b->ret > 0 && total < (1L << 34));
+    }
+    b->err = errno;
+    b->done = 1;
+    return NULL;
+}
+
+/* Close the peer while this side is blocked; the blocked call ends with ECONNRESET. */
+static int close_while_blocked(int op)
+{
+    struct blocked_op b = {0};
+    pthread_t th;
+    int s, c;
+
+    CHECK(connect_pair(0, 0, &s, &c) == 0, "connect_pair");
+    b.epd = s;
+    b.op = op;
+    CHECK(pthread_create(&th, NULL, blocked, &b) == 0, "pthread_create");
+    sleep_ms(200);
+    CHECK_OK(scif_close(c));
+    pthread_join(th, NULL);
+    CHECK(b.ret == -1 && b.err == ECONNRESET, "blocked %s returned %d errno %s",
+          op ? "send" : "recv", b.ret, strerror(b.err));
+    return KSFT_PASS;
+}
+
+static int t_close_blocked_recv(void) { return close_while_blocked(0); }
+static int t_close_blocked_send(void) { return close_while_blocked(1); }
+
+/*
+ * A child process connects (as @cnode) and streams data; the parent receives a
+ * while, kills the child with SIGKILL, drains, and must see ECONNRESET.
+ */
+static int peer_death(int cnode)
+{
+    struct scif_portID dst = {0, 0}, peer;
+    uint16_t port;
+    int l, n, r, status;
+    long got = 0;
+    static char buf[1 << 16];
+    pid_t pid;
+
+    if (cnode)
+        REQUIRE_NODE(cnode);
+    l = make_listener(0, 0, 4, &port);
+    CHECK_OK(l);
+    dst.port = port;
+    pid = fork();
+    CHECK(pid >= 0, "fork");
+    if (pid == 0) {
+        int c = ep_open(cnode);
+
+        if (c < 0 || scif_connect(c, &dst) < 0)
+            _exit(1);
+        memset(buf, 0x5a, sizeof(buf));
+        for (;;)
+            if (scif_send(c, buf, sizeof(buf), SCIF_SEND_BLOCK) < 0)
+                _exit(2);
+    }
+    CHECK_OK(scif_accept(l, &peer, &n, SCIF_ACCEPT_SYNC));
+    CHECK(peer.node == cnode, "peer node %u", peer.node);
+    while (got < (4 << 20)) {
+        r = scif_recv(n, buf, sizeof(buf), SCIF_RECV_BLOCK);
+        CHECK(r == (int)sizeof(buf), "recv from the live child: %d (%s)", r, strerror(errno));
+        got += r;
+    }
+    CHECK_OK(kill(pid, SIGKILL));
+    CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
+    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "child status %#x", status);
+    /* Whatever was queued can still be read, then the connection is reset. */
+    do {
+        r = scif_recv(n, buf, sizeof(buf), 0);
+    } while (r > 0);
+    CHECK(r == -1 && errno == ECONNRESET, "after the peer died: recv %d errno %s", r,
+          strerror(errno));
+    CHECK_ERR(scif_send(n, buf, 1, SCIF_SEND_BLOCK), ECONNRESET);
+    return KSFT_PASS;
+}
+
+static int t_death_0(void) { return peer_death(0); }
+static int t_death_1(void) { return peer_death(1); }
+
+/* The listener's process dies while a connect waits for its accept. */
+static int t_death_listener(void)
+{
+    struct scif_portID dst = {0, 0};
+    int pfd[2], c, r;
+    uint16_t port = 0;
+    pid_t pid;
+
+    CHECK_OK(pipe(pfd));
+    pid = fork();
+    CHECK(pid >= 0, "fork");
+    if (pid == 0) {
+        int l = make_listener(0, 0, 4, &port);
+
+        if (l < 0 || write(pfd[1], &port, sizeof(port)) != sizeof(port))
+            _exit(1);
+        for (;;)
+            pause();
+    }
+    CHECK(read(pfd[0], &port, sizeof(port)) == sizeof(port), "listener child failed");
+    dst.port = port;
+    c = scif_open();
+    CHECK_OK(c);
+    CHECK_OK(fcntl(c, F_SETFL, O_NONBLOCK));
+    r = scif_connect(c, &dst);
+    CHECK(r == -1 && errno == EINPROGRESS, "connect: %d %s", r, strerror(errno));
+    CHECK_OK(kill(pid, SIGKILL));
+    waitpid(pid, NULL, 0);
+    {
+        struct pollfd p = {c, POLLOUT, 0};
+
+        CHECK(poll(&p, 1, 30000) == 1, "pending connect never completed after listener died");
+        CHECK(p.revents & (POLLERR | POLLHUP), "revents %#x", p.revents);
+    }
+    CHECK(scif_send(c, "x", 1, 0) < 0, "send on a connection that never completed");
+    return KSFT_PASS;
+}
+
+/* ---- EINTR ---- */
+
+static volatile sig_atomic_t got_signal;
+
+static void on_usr1(int sig)
+{
+    (void)sig;
+    got_signal = 1;
+}
+
+struct intr_job {
+    int op; /* 0 recv, 1 accept, 2 connect, 3 send */
+    int epd;
+    struct scif_portID dst;
+    int ret, err;
+    volatile int done;
+};
+
+static void *intr_thread(void *arg)
+{
+    struct intr_job *j = arg;
+    static char big[1 << 20];
+    struct scif_portID peer;
+    int n;
+
+    switch (j->op) {
+    case 0:
+        j->ret = scif_recv(j->epd, big, 10, SCIF_RECV_BLOCK);
+        break;
+    case 1:
+        j->ret = scif_accept(j->epd, &peer, &n, SCIF_ACCEPT_SYNC);
+        break;
+    case 2:
+        j->ret = scif_connect(j->epd, &j->dst);
+        break;
+    default:
+        do
+            j->ret = scif_send(j->epd, big, sizeof(big), SCIF_SEND_BLOCK);
+        while (j->ret > 0);
+        break;
+    }
+    j->err = errno;
+    j->done = 1;
+    return NULL;
+}
+
+/* Signal the blocked thread until its call returns (early signals are harmless). */
+static int interrupt(struct intr_job *j, const char *what)
+{
+    struct sigaction sa;
+    pthread_t th;
+    int i;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_usr1;
+    sa.sa_flags = 0; /* no SA_RESTART */
+    sigemptyset(&sa.sa_mask);
+    CHECK_OK(sigaction(SIGUSR1, &sa, NULL));
+    CHECK(pthread_create(&th, NULL, intr_thread, j) == 0, "pthread_create");
+    sleep_ms(100);
+    for (i = 0; i < 600 && !j->done; i++) {
+        pthread_kill(th, SIGUSR1);
+        sleep_ms(100);
+    }
+    CHECK(j->done, "blocking %s not interrupted by a signal", what);
+    pthread_join(th, NULL);
+    CHECK(got_signal, "handler never ran");
+    CHECK(j->ret == -1 && j->err == EINTR, "interrupted %s returned %d errno %s", what, j->ret,
+          strerror(j->err));
+    return KSFT_PASS;
+}
+
+static int t_eintr_recv(void)
+{
+    struct intr_job j = {0};
+    int s, c;
+
+    CHECK(connect_pair(0, 0, &s, &c) == 0, "connect_pair");
+    j.op = 0;
+    j.epd = s;
+    return interrupt(&j, "recv");
+}
+
+static int t_eintr_send(void)
+{
+    struct intr_job j = {0};
+    int s, c;
+
+    CHECK(connect_pair(0, 0, &s, &c) == 0, "connect_pair");
+    j.op = 3;
+    j.epd = c;
+    return interrupt(&j, "send");
+}
+
+static int t_eintr_accept(void)
+{
+    struct intr_job j = {0};
+    uint16_t port;
+
+    j.op = 1;
+    j.epd = make_listener(0, 0, 4, &port);
+    CHECK_OK(j.epd);
+    return interrupt(&j, "accept");
+}
+
+static int t_eintr_connect(void)
+{
+    struct intr_job j = {0};
+    uint16_t port;
+    int l = make_listener(0, 0, 4, &port), r;
+
+    /* Nobody accepts: the blocking connect waits. */
+    CHECK_OK(l);
+    j.op = 2;
+    j.epd = scif_open();
+    CHECK_OK(j.epd);
+    j.dst.node = 0;
+    j.dst.port = port;
+    r = interrupt(&j, "connect");
+    return r;
+}
+
+/* A descriptor inherited across fork works in the child and survives its exit. */
+static int t_fork_shared(void)
+{
+    int s, c, status;
+    char buf[6];
+    pid_t pid;
+
+    CHECK(connect_pair(0, 0, &s, &c) == 0, "connect_pair");
+    pid = fork();
+    CHECK(pid >= 0, "fork");
+    if (pid == 0)
+        _exit(send_all(c, "child", 6) == 0 ? 0 : 1);
+    CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && !WEXITSTATUS(status),
+          "child send failed");
+    CHECK(recv_all(s, buf, 6) == 0 && !strcmp(buf, "child"), "recv from child");
+    /* The child's exit did not close the parent's endpoint. */
+    CHECK(send_all(c, "paren", 6) == 0, "send from parent: %s", strerror(errno));
+    CHECK(recv_all(s, buf, 6) == 0 && !strcmp(buf, "paren"), "recv from parent");
+    return KSFT_PASS;
+}
+
+static const struct scif_test tests[] = {
+    {"1000 concurrent connections node 0 -> 0, each carries its own data", t_many_0_0, 400},
+    {"1000 concurrent connections node 1 -> 0", t_many_1_0, 400},
+    {"peer close wakes a blocked recv with ECONNRESET", t_close_blocked_recv, 0},
+    {"peer close wakes a blocked send with ECONNRESET", t_close_blocked_send, 0},
+    {"peer process killed mid-stream (node 0): drain, then ECONNRESET", t_death_0, 0},
+    {"peer process killed mid-stream (node 1): drain, then ECONNRESET", t_death_1, 0},
+    {"listener process killed while a connect is pending: connect fails", t_death_listener, 0},
+    {"signal interrupts a blocking recv: EINTR", t_eintr_recv, 0},
+    {"signal interrupts a blocking send on a full ring: EINTR", t_eintr_send, 0},
+    {"signal interrupts a blocking accept: EINTR", t_eintr_accept, 0},
+    {"signal interrupts a blocking connect: EINTR", t_eintr_connect, 0},
+    {"endpoint shared with a forked child keeps working after it exits", t_fork_shared, 0},
+};
+
+int main(int argc, char **argv)
+{
+    if (access("/dev/scif", R_OK | W_OK))
+        return ksft_exit_skip_all("/dev/scif missing: scif module not loaded");
+    return run_tests(tests, ARRAY_SIZE(tests), argc, argv);
+}
