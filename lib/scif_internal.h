@@ -162,6 +162,8 @@ int connect(Device &dev, int epd, scif_portID *dst);
 // Opens a new descriptor on the same device (node) as fd.  ENXIO when no
 // device file matching fd can be found.
 int reopen_same_device(Device &dev, int fd);
+// Opens the new descriptor first (reopen_same_device), then ACCEPTREQ on
+// the listener and ACCEPTREG of the handle on the new descriptor.
 int accept(Device &dev, int epd, scif_portID *peer, int *newepd, int flags);
 int send(Device &dev, int epd, void *msg, int len, int flags);
 int recv(Device &dev, int epd, void *msg, int len, int flags);

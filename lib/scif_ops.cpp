@@ -130,13 +130,16 @@ int reopen_same_device(Device &dev, int fd) {
 int accept(Device &dev, int epd, scif_portID *peer, int *newepd, int flags) {
     if (peer == nullptr || newepd == nullptr)
         return fail_with(EINVAL, -1);
-    scifioctl_accept req = pack_accept(flags);
-    if (dev.ioctl(epd, SCIF_ACCEPTREQ, ptr_arg(&req)) < 0)
-        return -1;
+    // The descriptor for the new endpoint is opened before a request is
+    // taken: if that fails (EMFILE, ...), the request stays queued for a
+    // later call instead of being taken with nowhere to put it.
     int nfd = reopen_same_device(dev, epd);
     if (nfd < 0)
         return -1;
     FdGuard guard(dev, nfd);
+    scifioctl_accept req = pack_accept(flags);
+    if (dev.ioctl(epd, SCIF_ACCEPTREQ, ptr_arg(&req)) < 0)
+        return -1;
     __u64 handle = req.endpt;
     if (dev.ioctl(nfd, SCIF_ACCEPTREG, ptr_arg(&handle)) < 0)
         return -1;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //
-// Unit tests of scif_accept(): ACCEPTREQ on the listener, a new descriptor
-// on the listener's own device, ACCEPTREG with the handle, and cleanup.
+// Unit tests of scif_accept(): a new descriptor on the listener's own
+// device, ACCEPTREQ on the listener, ACCEPTREG of the handle on the new
+// descriptor, and cleanup.
 #include "scif_internal.h"
 #include "fake_device.h"
 
@@ -159,13 +160,31 @@ TEST_F(AcceptFixture, IgnoresANodeDeviceFileOfAnotherDevice) {
     EXPECT_EQ(opens[0].path, "/proc/self/fd/" + std::to_string(kListener));
 }
 
-TEST_F(AcceptFixture, NoMatchingDeviceIsEnxioAndNothingRegistered) {
+TEST_F(AcceptFixture, OpensTheNewDescriptorBeforeTakingARequest) {
+    scif_portID peer;
+    int newepd;
+    ASSERT_EQ(ops::accept(dev, kListener, &peer, &newepd, 0), 0);
+    size_t open_at = 0, acceptreq_at = 0;
+    for (size_t i = 0; i < dev.calls.size(); ++i) {
+        if (dev.calls[i].op == "open")
+            open_at = i + 1;
+        if (dev.calls[i].op == "ioctl" && dev.calls[i].request == SCIF_ACCEPTREQ)
+            acceptreq_at = i + 1;
+    }
+    ASSERT_NE(open_at, 0u);
+    ASSERT_NE(acceptreq_at, 0u);
+    EXPECT_LT(open_at, acceptreq_at);
+}
+
+TEST_F(AcceptFixture, NoMatchingDeviceIsEnxioAndNoRequestTaken) {
     files.clear();
     scif_portID peer;
     int newepd = -1;
     EXPECT_EQ(ops::accept(dev, kListener, &peer, &newepd, 0), -1);
     EXPECT_EQ(errno, ENXIO);
     EXPECT_EQ(newepd, -1);
+    for (unsigned long req : dev.requests())
+        EXPECT_NE(req, SCIF_ACCEPTREQ);
     EXPECT_TRUE(acceptreg_fds.empty());
     EXPECT_TRUE(dev.open_fds.empty());
 }
@@ -184,17 +203,20 @@ TEST_F(AcceptFixture, ReopenedFileOfAnotherDeviceIsClosed) {
     EXPECT_TRUE(acceptreg_fds.empty());
 }
 
-TEST_F(AcceptFixture, NothingPendingIsEagainWithoutOpening) {
-    dev.on_ioctl = [](int, unsigned long req, unsigned long) {
-        EXPECT_EQ(req, SCIF_ACCEPTREQ);
-        return fail(EAGAIN);
+TEST_F(AcceptFixture, NothingPendingIsEagainAndClosesTheSpareDescriptor) {
+    auto inner = dev.on_ioctl;
+    dev.on_ioctl = [inner](int fd, unsigned long req, unsigned long arg) {
+        if (req == SCIF_ACCEPTREQ)
+            return fail(EAGAIN);
+        EXPECT_NE(req, SCIF_ACCEPTREG);
+        return inner(fd, req, arg);
     };
     scif_portID peer;
     int newepd = -1;
     EXPECT_EQ(ops::accept(dev, kListener, &peer, &newepd, 0), -1);
     EXPECT_EQ(errno, EAGAIN);
-    EXPECT_TRUE(dev.of("open").empty());
     EXPECT_EQ(newepd, -1);
+    EXPECT_TRUE(dev.open_fds.empty());
 }
 
 TEST_F(AcceptFixture, AcceptregFailureClosesTheNewDescriptorAndKeepsErrno) {
@@ -211,12 +233,14 @@ TEST_F(AcceptFixture, AcceptregFailureClosesTheNewDescriptorAndKeepsErrno) {
     EXPECT_EQ(dev.of("close")[0].fd, acceptreg_fds[0]);
 }
 
-TEST_F(AcceptFixture, DescriptorExhaustionIsReported) {
+TEST_F(AcceptFixture, DescriptorExhaustionIsReportedAndNoRequestTaken) {
     dev.on_open = [](const char *, int) { return fail(EMFILE); };
     scif_portID peer;
     int newepd;
     EXPECT_EQ(ops::accept(dev, kListener, &peer, &newepd, 0), -1);
     EXPECT_EQ(errno, EMFILE);
+    for (unsigned long req : dev.requests())
+        EXPECT_NE(req, SCIF_ACCEPTREQ);
     EXPECT_TRUE(acceptreg_fds.empty());
 }
 

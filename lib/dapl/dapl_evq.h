@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * dapl_evq.h - the event queue behind a DAT Event Dispatcher (EVD).
+ *
+ * Implements the waiting rules of dat_evd_wait(3) and dat_evd_dequeue(3):
+ * threshold checks, microsecond timeouts, nmore snapshots, one waiter at a
+ * time, unwaitable EVDs, DAT_ABORT for a waiter when the EVD is destroyed,
+ * and notification suppression (events queued without waking a waiter).
+ * The queue needs nothing from SCIF, so it is unit tested natively.
+ */
+#ifndef DAPL_EVQ_H
+#define DAPL_EVQ_H
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+
+#include <dat2/udat.h>
+
+namespace daplscif {
+
+/* A DAT error return of the given type (and optional subtype). */
+constexpr DAT_RETURN dat_err(DAT_RETURN type, unsigned sub = 0)
+{
+	return (DAT_RETURN)(DAT_CLASS_ERROR | (unsigned)type | sub);
+}
+
+/*
+ * A credit returned when a queued event is consumed (dequeued, or dropped
+ * with the queue): the owner of the counter (an EP's request queue) counts
+ * its outstanding DTOs with it.
+ */
+using Credit = std::shared_ptr<std::atomic<int>>;
+
+class EventQueue {
+public:
+	explicit EventQueue(DAT_COUNT qlen) : qlen_(qlen) {}
+	~EventQueue()
+	{
+		for (auto &e : q_)
+			release(e);
+	}
+	EventQueue(const EventQueue &) = delete;
+	EventQueue &operator=(const EventQueue &) = delete;
+
+	/*
+	 * Queue an event.  A notifying event wakes a waiter whose threshold
+	 * is reached.  Returns true when nobody is waiting and the event
+	 * notifies (the caller then triggers the EVD's CNO).
+	 */
+	bool push(const DAT_EVENT &ev, bool notify, Credit credit = nullptr)
+	{
+		std::lock_guard<std::mutex> lk(mu_);
+		q_.push_back({ev, notify, std::move(credit)});
+		if (notify)
+			notify_count_++;
+		cv_.notify_all();
+		return notify && !waiter_;
+	}
+
+	DAT_RETURN dequeue(DAT_EVENT *out)
+	{
+		std::lock_guard<std::mutex> lk(mu_);
+		if (waiter_)
+			return dat_err(DAT_INVALID_STATE);
+		if (q_.empty())
+			return dat_err(DAT_QUEUE_EMPTY);
+		pop(out);
+		return DAT_SUCCESS;
+	}
+
+	DAT_RETURN wait(DAT_TIMEOUT timeout_us, DAT_COUNT threshold,
+			DAT_EVENT *out, DAT_COUNT *nmore)
+	{
+		std::unique_lock<std::mutex> lk(mu_);
+		if (threshold <= 0 || threshold > qlen_)
+			return dat_err(DAT_INVALID_PARAMETER);
+		if (restricted_ && threshold != 1)
+			return dat_err(DAT_INVALID_STATE);
+		if (unwaitable_ || waiter_)
+			return dat_err(DAT_INVALID_STATE);
+		if (aborted_)
+			return dat_err(DAT_ABORT);
+		waiter_ = true;
+		auto ready = [&] {
+			return aborted_ || unwaitable_ ||
+			       ((DAT_COUNT)q_.size() >= threshold &&
+				notify_count_ > 0);
+		};
+		if (timeout_us == DAT_TIMEOUT_INFINITE)
+			cv_.wait(lk, ready);
+		else
+			cv_.wait_until(lk, std::chrono::steady_clock::now() +
+					   std::chrono::microseconds(timeout_us),
+				       ready);
+		waiter_ = false;
+		idle_cv_.notify_all();
+		if (aborted_)
+			return dat_err(DAT_ABORT);
+		if (unwaitable_)
+			return dat_err(DAT_INVALID_STATE);
+		if (!ready()) {
+			if (nmore)
+				*nmore = (DAT_COUNT)q_.size();
+			return dat_err(DAT_TIMEOUT_EXPIRED);
+		}
+		pop(out);
+		if (nmore)
+			*nmore = (DAT_COUNT)q_.size();
+		return DAT_SUCCESS;
+	}
+
+	/* Destroy: a blocked waiter returns DAT_ABORT; wait until it left. */
+	void abort()
+	{
+		std::unique_lock<std::mutex> lk(mu_);
+		aborted_ = true;
+		cv_.notify_all();
+		idle_cv_.wait(lk, [&] { return !waiter_; });
+	}
+
+	void set_unwaitable(bool on)
+	{
+		std::lock_guard<std::mutex> lk(mu_);
+		unwaitable_ = on;
+		cv_.notify_all();
+	}
+
+	/* EVD fed by unsignalled / solicited completions: threshold 1 only. */
+	void set_restricted(bool on)
+	{
+		std::lock_guard<std::mutex> lk(mu_);
+		restricted_ = on;
+	}
+
+	DAT_RETURN resize(DAT_COUNT qlen)
+	{
+		std::lock_guard<std::mutex> lk(mu_);
+		if (qlen <= 0)
+			return dat_err(DAT_INVALID_PARAMETER);
+		if ((DAT_COUNT)q_.size() > qlen)
+			return dat_err(DAT_INVALID_STATE);
+		qlen_ = qlen;
+		return DAT_SUCCESS;
+	}
+
+	DAT_COUNT count()
+	{
+		std::lock_guard<std::mutex> lk(mu_);
+		return (DAT_COUNT)q_.size();
+	}
+	DAT_COUNT qlen()
+	{
+		std::lock_guard<std::mutex> lk(mu_);
+		return qlen_;
+	}
+	bool unwaitable()
+	{
+		std::lock_guard<std::mutex> lk(mu_);
+		return unwaitable_;
+	}
+	bool has_waiter()
+	{
+		std::lock_guard<std::mutex> lk(mu_);
+		return waiter_;
+	}
+
+private:
+	struct Entry {
+		DAT_EVENT ev;
+		bool notify;
+		Credit credit;
+	};
+
+	static void release(Entry &e)
+	{
+		if (e.credit)
+			e.credit->fetch_sub(1);
+		e.credit.reset();
+	}
+
+	void pop(DAT_EVENT *out)
+	{
+		Entry &e = q_.front();
+		if (out)
+			*out = e.ev;
+		if (e.notify)
+			notify_count_--;
+		release(e);
+		q_.pop_front();
+	}
+
+	std::mutex mu_;			/* protects every member below */
+	std::condition_variable cv_;	/* events, abort, unwaitable */
+	std::condition_variable idle_cv_; /* the waiter left */
+	std::deque<Entry> q_;
+	DAT_COUNT qlen_;
+	DAT_COUNT notify_count_ = 0;	/* notifying events in q_ */
+	bool waiter_ = false;
+	bool unwaitable_ = false;
+	bool aborted_ = false;
+	bool restricted_ = false;
+};
+
+} /* namespace daplscif */
+
+#endif /* DAPL_EVQ_H */

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * dapl_util.h - pieces of the SCIF DAT provider that need no kernel:
+ * IA addressing, connection qualifier to SCIF port mapping, I/O vector
+ * filling, and the wire format spoken over a SCIF connection.
+ */
+#ifndef DAPL_UTIL_H
+#define DAPL_UTIL_H
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+namespace daplscif {
+
+/*
+ * Addressing.  An IA on SCIF node N has the IPv4 address 127.83.0.N
+ * (kNodeNet | N).  When connecting, 127.83.0.N names node N; every other
+ * address that belongs to this host (127.0.0.0/8, ::1, the addresses of
+ * its interfaces, 0.0.0.0) names the caller's own node.  Anything else is
+ * unreachable.
+ */
+constexpr uint32_t kNodeNet = 0x7f530000;	/* 127.83.0.0/16 */
+constexpr uint32_t kNodeMask = 0xffff0000;
+constexpr unsigned kMaxNode = 255;
+
+void node_to_sockaddr(uint16_t node, sockaddr_in *sin);
+
+/* Is this IPv4 address (host byte order) one of this host's own? */
+bool ipv4_is_local_host(uint32_t addr);
+
+/*
+ * Map a connect target to a SCIF node.  Returns false when the address
+ * cannot be reached over SCIF.  `is_local` may be injected for tests.
+ */
+bool sockaddr_to_node(const sockaddr *sa, uint16_t self, uint16_t *node,
+		      bool (*is_local)(uint32_t) = ipv4_is_local_host);
+
+/*
+ * Connection qualifiers and SCIF ports: a PSP/RSP with qualifier Q listens
+ * on port kQualPortBase + (Q mod kQualPortRange), i.e. ports 1024..65535,
+ * which need no privilege.  psp_create_any returns port - kQualPortBase.
+ */
+constexpr uint32_t kQualPortBase = 1024;
+constexpr uint32_t kQualPortRange = 65536 - kQualPortBase;
+
+inline uint16_t qual_to_port(uint64_t qual)
+{
+	return (uint16_t)(kQualPortBase + qual % kQualPortRange);
+}
+inline uint64_t port_to_qual(uint16_t port)
+{
+	return port >= kQualPortBase ? port - kQualPortBase : port;
+}
+
+/* One segment of an I/O vector, already validated against its LMR. */
+struct Seg {
+	uint64_t va;
+	uint32_t len;
+};
+
+uint64_t iov_total(const std::vector<Seg> &segs);
+
+/*
+ * A piece of an I/O vector: segment index, offset in it, length.  Pieces
+ * cover `len` bytes in I/O vector order: every segment before the last
+ * piece is filled completely, at most one is filled partially, the rest
+ * are untouched.  Returns false when the vector holds fewer than len bytes.
+ */
+struct Piece {
+	size_t seg;
+	uint64_t off;
+	uint64_t len;
+};
+bool iov_plan(const std::vector<Seg> &segs, uint64_t len,
+	      std::vector<Piece> *out);
+
+/* Copy len bytes of src into the vector, in order (see iov_plan). */
+bool iov_scatter(const std::vector<Seg> &segs, const void *src, uint64_t len);
+
+/* ---- wire format over a SCIF connection ------------------------------ */
+
+constexpr uint32_t kMagic = 0x44534331;	/* "DSC1" */
+
+enum MsgType : uint16_t {
+	MSG_CONN_REQ = 1,	/* active -> passive: ConnBody, pdata, MrInfo[] */
+	MSG_CONN_ACCEPT = 2,	/* passive -> active: ConnBody, pdata, MrInfo[] */
+	MSG_CONN_REJECT = 3,	/* passive -> active: ConnBody, pdata */
+	MSG_SEND = 4,		/* payload = the message */
+	MSG_MR_ADD = 5,		/* MrInfo[] */
+	MSG_MR_DEL = 6,		/* arg = context id */
+	MSG_DISCONNECT = 7,	/* graceful close */
+};
+
+enum MsgFlags : uint16_t {
+	MSGF_SOLICITED = 1,
+};
+
+struct MsgHdr {
+	uint32_t magic;
+	uint16_t type;
+	uint16_t flags;
+	uint32_t len;		/* bytes following the header */
+	uint32_t pad;
+	uint64_t arg;
+};
+static_assert(sizeof(MsgHdr) == 24, "wire header");
+
+struct ConnBody {
+	uint64_t qual;		/* CONN_REQ: the qualifier asked for */
+	uint32_t pdata_len;
+	uint32_t n_mr;
+};
+static_assert(sizeof(ConnBody) == 16, "wire conn body");
+
+/* A memory region (LMR or bound RMR) offered to the peer. */
+struct MrInfo {
+	uint32_t ctx;		/* the rmr_context the peer will quote */
+	uint32_t priv;		/* DAT_MEM_PRIV_FLAGS */
+	uint64_t va;		/* first byte of the region */
+	uint64_t len;
+	int64_t win;		/* SCIF offset of va in the sender's window, -1 none */
+	uint32_t same_pz;	/* region is in the connected EP's PZ */
+	uint32_t pad;
+};
+static_assert(sizeof(MrInfo) == 40, "wire mr info");
+
+/* Largest private data accepted by connect, accept and reject. */
+constexpr int kMaxPrivateData = 256;
+
+} /* namespace daplscif */
+
+#endif /* DAPL_UTIL_H */
