@@ -359,8 +359,8 @@ static DAT_RETURN DAT_API ia_query(DAT_IA_HANDLE h, DAT_EVD_HANDLE *async_evd,
 		a->max_lmr_block_size = 0xffffffffu;
 		a->max_lmr_virtual_address = ~0ull;
 		a->max_pzs = 1 << 16;
-		a->max_message_size = 1u << 24;
-		a->max_rdma_size = 0x7fffffffu;
+		a->max_message_size = kMaxMessage;
+		a->max_rdma_size = kMaxRdma;
 		a->max_rmrs = 1 << 20;
 		a->max_rmr_target_address = ~0ull;
 		a->max_srqs = 1 << 12;
@@ -377,7 +377,7 @@ static DAT_RETURN DAT_API ia_query(DAT_IA_HANDLE h, DAT_EVD_HANDLE *async_evd,
 		a->extension_version = 0;
 	}
 	if (p && pmask) {
-		std::memset(p, 0, sizeof(*p));
+		std::memset(static_cast<void *>(p), 0, sizeof(*p));
 		std::snprintf(p->provider_name, sizeof(p->provider_name), "%s",
 			      ia->provider->device_name);
 		p->provider_version_major = 2;
@@ -1458,88 +1458,106 @@ static DAT_RETURN DAT_API handle_extendedop(DAT_HANDLE, DAT_EXTENDED_OP,
 
 /* ---- the table ------------------------------------------------------------- */
 
+/*
+ * Every entry point goes through Guard: no C++ exception crosses the C
+ * boundary (an allocation failure becomes DAT_INSUFFICIENT_RESOURCES).
+ */
+template <typename F, F f> struct Guard;
+template <typename... A, DAT_RETURN (*f)(A...)>
+struct Guard<DAT_RETURN (*)(A...), f> {
+	static DAT_RETURN DAT_API call(A... a) noexcept
+	{
+		try {
+			return f(a...);
+		} catch (...) {
+			return dat_err(DAT_INSUFFICIENT_RESOURCES);
+		}
+	}
+};
+#define G(fn) (Guard<decltype(&fn), &fn>::call)
+
 const DAT_PROVIDER provider_template = {
 	"ofa-v2-scif",
 	nullptr,
-	ia_open,
-	ia_query,
-	ia_close,
-	set_consumer_context,
-	get_consumer_context,
-	get_handle_type,
-	cno_create,
-	cno_modify_agent,
-	cno_query,
-	cno_free,
-	cno_wait,
-	cr_query,
-	cr_accept,
-	cr_reject,
-	cr_handoff,
-	evd_create,
-	evd_query,
-	evd_modify_cno,
-	evd_enable,
-	evd_disable,
-	evd_wait,
-	evd_resize,
-	evd_post_se,
-	evd_dequeue,
-	evd_free,
-	ep_create,
-	ep_query,
-	ep_modify,
-	ep_connect,
-	ep_dup_connect,
-	ep_disconnect,
-	ep_post_send,
-	ep_post_recv,
-	ep_post_rdma_read,
-	ep_post_rdma_write,
-	ep_get_status,
-	ep_free,
-	lmr_create,
-	lmr_query,
-	lmr_free,
-	rmr_create,
-	rmr_query,
-	rmr_bind,
-	rmr_free,
-	psp_create,
-	psp_query,
-	psp_free,
-	rsp_create,
-	rsp_query,
-	rsp_free,
-	pz_create,
-	pz_query,
-	pz_free,
-	psp_create_any,
-	ep_reset,
-	evd_set_unwaitable,
-	evd_clear_unwaitable,
-	lmr_sync,
-	lmr_sync,
-	ep_create_with_srq,
-	ep_recv_query,
-	ep_set_watermark,
-	srq_create,
-	srq_free,
-	srq_post_recv,
-	srq_query,
-	srq_resize,
-	srq_set_lw,
-	csp_create,
-	csp_query,
-	csp_free,
-	ep_common_connect,
-	rmr_create,	/* rmr_create_for_ep: RMRs are EP scoped already */
-	ep_post_send_inv,
-	ep_post_rdma_read_to_rmr,
-	cno_fd_create,
-	cno_trigger,
-	ia_ha_related,
-	handle_extendedop,
+	G(ia_open),
+	G(ia_query),
+	G(ia_close),
+	G(set_consumer_context),
+	G(get_consumer_context),
+	G(get_handle_type),
+	G(cno_create),
+	G(cno_modify_agent),
+	G(cno_query),
+	G(cno_free),
+	G(cno_wait),
+	G(cr_query),
+	G(cr_accept),
+	G(cr_reject),
+	G(cr_handoff),
+	G(evd_create),
+	G(evd_query),
+	G(evd_modify_cno),
+	G(evd_enable),
+	G(evd_disable),
+	G(evd_wait),
+	G(evd_resize),
+	G(evd_post_se),
+	G(evd_dequeue),
+	G(evd_free),
+	G(ep_create),
+	G(ep_query),
+	G(ep_modify),
+	G(ep_connect),
+	G(ep_dup_connect),
+	G(ep_disconnect),
+	G(ep_post_send),
+	G(ep_post_recv),
+	G(ep_post_rdma_read),
+	G(ep_post_rdma_write),
+	G(ep_get_status),
+	G(ep_free),
+	G(lmr_create),
+	G(lmr_query),
+	G(lmr_free),
+	G(rmr_create),
+	G(rmr_query),
+	G(rmr_bind),
+	G(rmr_free),
+	G(psp_create),
+	G(psp_query),
+	G(psp_free),
+	G(rsp_create),
+	G(rsp_query),
+	G(rsp_free),
+	G(pz_create),
+	G(pz_query),
+	G(pz_free),
+	G(psp_create_any),
+	G(ep_reset),
+	G(evd_set_unwaitable),
+	G(evd_clear_unwaitable),
+	G(lmr_sync),
+	G(lmr_sync),
+	G(ep_create_with_srq),
+	G(ep_recv_query),
+	G(ep_set_watermark),
+	G(srq_create),
+	G(srq_free),
+	G(srq_post_recv),
+	G(srq_query),
+	G(srq_resize),
+	G(srq_set_lw),
+	G(csp_create),
+	G(csp_query),
+	G(csp_free),
+	G(ep_common_connect),
+	G(rmr_create),	/* rmr_create_for_ep: RMRs are EP scoped already */
+	G(ep_post_send_inv),
+	G(ep_post_rdma_read_to_rmr),
+	G(cno_fd_create),
+	G(cno_trigger),
+	G(ia_ha_related),
+	G(handle_extendedop),
 };
 
 /* ---- registry entry points --------------------------------------------- */

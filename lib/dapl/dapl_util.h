@@ -128,6 +128,14 @@ struct MrInfo {
 };
 static_assert(sizeof(MrInfo) == 40, "wire mr info");
 
+/*
+ * Limits.  The EP attributes max_message_size and max_rdma_size are
+ * recorded but, as with the OFA providers, transfers are checked against
+ * these IA limits (consumers commonly leave the EP fields 0).
+ */
+constexpr uint32_t kMaxMessage = 1u << 24;
+constexpr uint32_t kMaxRdma = 0x7fffffffu;
+
 /* Largest private data accepted by connect, accept and reject. */
 constexpr int kMaxPrivateData = 256;
 
