@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * scif_swdma: a test-only software dmaengine provider with one DMA_MEMCPY
+ * channel.  It lets the openscif RMA DMA path run on machines (and VMs)
+ * without memcpy-capable DMA hardware.  Descriptors are queued on submit,
+ * started by issue_pending and executed in order by a work item, which
+ * completes cookies and runs client callbacks like a real engine would.
+ *
+ * Not for production: "DMA" addresses are resolved back to kernel virtual
+ * addresses, which only works with direct (non-IOMMU) DMA mapping.
+ */
+#include <linux/dma-direct.h>
+#include <linux/dma-mapping.h>
+#include <linux/dmaengine.h>
+#include <linux/module.h>
+#include <linux/platform_device.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/version.h>
+#include <linux/workqueue.h>
+
+struct swdma_desc {
+	struct dma_async_tx_descriptor tx;
+	struct list_head link;
+	dma_addr_t src, dst;
+	size_t len;
+};
+
+/*
+ * lock protects submitted, issued and the channel's cookie fields;
+ * the work item is the only consumer of issued.
+ */
+struct swdma {
+	struct dma_device dd;
+	struct dma_chan chan;
+	struct platform_device *pdev;
+	spinlock_t lock;
+	struct list_head submitted;
+	struct list_head issued;
+	struct work_struct work;
+	atomic64_t copied;
+	atomic64_t descs;
+};
+
+static struct swdma *swdma;
+
+static unsigned long long swdma_bytes_get(void)
+{
+	return swdma ? atomic64_read(&swdma->copied) : 0;
+}
+
+static int swdma_param_get(char *buf, const struct kernel_param *kp)
+{
+	return scnprintf(buf, PAGE_SIZE, "%llu\n", swdma_bytes_get());
+}
+
+static const struct kernel_param_ops swdma_bytes_ops = {
+	.get = swdma_param_get,
+};
+module_param_cb(bytes_copied, &swdma_bytes_ops, NULL, 0444);
+MODULE_PARM_DESC(bytes_copied, "bytes copied by the software channel");
+
+static struct swdma *to_swdma(struct dma_chan *c)
+{
+	return container_of(c, struct swdma, chan);
+}
+
+static dma_cookie_t swdma_submit(struct dma_async_tx_descriptor *tx)
+{
+	struct swdma_desc *d = container_of(tx, struct swdma_desc, tx);
+	struct swdma *s = to_swdma(tx->chan);
+	struct dma_chan *c = tx->chan;
+	dma_cookie_t cookie;
+	unsigned long fl;
+
+	spin_lock_irqsave(&s->lock, fl);
+	cookie = c->cookie + 1;
+	if (cookie < DMA_MIN_COOKIE)
+		cookie = DMA_MIN_COOKIE;
+	c->cookie = cookie;
+	tx->cookie = cookie;
+	list_add_tail(&d->link, &s->submitted);
+	spin_unlock_irqrestore(&s->lock, fl);
+	return cookie;
+}
+
+static struct dma_async_tx_descriptor *
+swdma_prep_memcpy(struct dma_chan *c, dma_addr_t dst, dma_addr_t src,
+		  size_t len, unsigned long flags)
+{
+	struct swdma_desc *d = kzalloc(sizeof(*d), GFP_NOWAIT);
+
+	if (!d)
+		return NULL;
+	dma_async_tx_descriptor_init(&d->tx, c);
+	d->tx.flags = flags;
+	d->tx.tx_submit = swdma_submit;
+	d->src = src;
+	d->dst = dst;
+	d->len = len;
+	return &d->tx;
+}
+
+static void swdma_work(struct work_struct *w)
+{
+	struct swdma *s = container_of(w, struct swdma, work);
+	struct device *dev = &s->pdev->dev;
+	struct dmaengine_result res = { .result = DMA_TRANS_NOERROR };
+	struct swdma_desc *d;
+	unsigned long fl;
+
+	for (;;) {
+		spin_lock_irqsave(&s->lock, fl);
+		d = list_first_entry_or_null(&s->issued, struct swdma_desc,
+					     link);
+		if (d)
+			list_del(&d->link);
+		spin_unlock_irqrestore(&s->lock, fl);
+		if (!d)
+			break;
+		memcpy(phys_to_virt(dma_to_phys(dev, d->dst)),
+		       phys_to_virt(dma_to_phys(dev, d->src)), d->len);
+		atomic64_add(d->len, &s->copied);
+		atomic64_inc(&s->descs);
+
+		spin_lock_irqsave(&s->lock, fl);
+		s->chan.completed_cookie = d->tx.cookie;
+		spin_unlock_irqrestore(&s->lock, fl);
+		if (d->tx.callback_result)
+			d->tx.callback_result(d->tx.callback_param, &res);
+		else if (d->tx.callback)
+			d->tx.callback(d->tx.callback_param);
+		kfree(d);
+		cond_resched();
+	}
+}
+
+static void swdma_issue_pending(struct dma_chan *c)
+{
+	struct swdma *s = to_swdma(c);
+	unsigned long fl;
+
+	spin_lock_irqsave(&s->lock, fl);
+	list_splice_tail_init(&s->submitted, &s->issued);
+	spin_unlock_irqrestore(&s->lock, fl);
+	queue_work(system_unbound_wq, &s->work);
+}
+
+static enum dma_status swdma_tx_status(struct dma_chan *c, dma_cookie_t cookie,
+				       struct dma_tx_state *st)
+{
+	struct swdma *s = to_swdma(c);
+	dma_cookie_t used, done;
+	unsigned long fl;
+
+	spin_lock_irqsave(&s->lock, fl);
+	used = c->cookie;
+	done = c->completed_cookie;
+	spin_unlock_irqrestore(&s->lock, fl);
+	dma_set_tx_state(st, done, used, 0);
+	return dma_async_is_complete(cookie, done, used);
+}
+
+static int swdma_alloc_chan(struct dma_chan *c)
+{
+	c->cookie = DMA_MIN_COOKIE;
+	c->completed_cookie = DMA_MIN_COOKIE;
+	return 1;
+}
+
+static void swdma_drain(struct swdma *s)
+{
+	struct swdma_desc *d, *tmp;
+	unsigned long fl;
+	LIST_HEAD(list);
+
+	spin_lock_irqsave(&s->lock, fl);
+	list_splice_init(&s->submitted, &list);
+	spin_unlock_irqrestore(&s->lock, fl);
+	list_for_each_entry_safe(d, tmp, &list, link)
+		kfree(d);
+	flush_work(&s->work);
+}
+
+static void swdma_free_chan(struct dma_chan *c)
+{
+	swdma_drain(to_swdma(c));
+}
+
+static int swdma_terminate_all(struct dma_chan *c)
+{
+	struct swdma *s = to_swdma(c);
+	struct swdma_desc *d, *tmp;
+	unsigned long fl;
+	LIST_HEAD(list);
+
+	spin_lock_irqsave(&s->lock, fl);
+	list_splice_init(&s->submitted, &list);
+	list_splice_init(&s->issued, &list);
+	spin_unlock_irqrestore(&s->lock, fl);
+	list_for_each_entry_safe(d, tmp, &list, link)
+		kfree(d);
+	return 0;
+}
+
+static void swdma_synchronize(struct dma_chan *c)
+{
+	flush_work(&to_swdma(c)->work);
+}
+
+static void swdma_release(struct dma_device *dd)
+{
+	/* Freed by module exit after unregistering. */
+}
+
+/* Bound to our own platform device: dmaengine needs dev->driver->owner. */
+static int swdma_probe(struct platform_device *pdev)
+{
+	struct swdma *s;
+	int err;
+
+	s = kzalloc(sizeof(*s), GFP_KERNEL);
+	if (!s)
+		return -ENOMEM;
+	spin_lock_init(&s->lock);
+	INIT_LIST_HEAD(&s->submitted);
+	INIT_LIST_HEAD(&s->issued);
+	INIT_WORK(&s->work, swdma_work);
+	s->pdev = pdev;
+	err = dma_coerce_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
+	if (err)
+		goto free;
+
+	dma_cap_set(DMA_MEMCPY, s->dd.cap_mask);
+	s->dd.dev = &pdev->dev;
+	s->dd.device_alloc_chan_resources = swdma_alloc_chan;
+	s->dd.device_free_chan_resources = swdma_free_chan;
+	s->dd.device_prep_dma_memcpy = swdma_prep_memcpy;
+	s->dd.device_issue_pending = swdma_issue_pending;
+	s->dd.device_tx_status = swdma_tx_status;
+	s->dd.device_terminate_all = swdma_terminate_all;
+	s->dd.device_synchronize = swdma_synchronize;
+	s->dd.device_release = swdma_release;
+	s->dd.copy_align = DMAENGINE_ALIGN_1_BYTE;
+	INIT_LIST_HEAD(&s->dd.channels);
+	s->chan.device = &s->dd;
+	list_add_tail(&s->chan.device_node, &s->dd.channels);
+
+	err = dma_async_device_register(&s->dd);
+	if (err)
+		goto free;
+	platform_set_drvdata(pdev, s);
+	swdma = s;
+	dev_info(&pdev->dev, "software memcpy channel %s\n",
+		 dma_chan_name(&s->chan));
+	return 0;
+free:
+	kfree(s);
+	return err;
+}
+
+static void swdma_teardown(struct platform_device *pdev)
+{
+	struct swdma *s = platform_get_drvdata(pdev);
+
+	dma_async_device_unregister(&s->dd);
+	swdma_drain(s);
+	swdma = NULL;
+	kfree(s);
+}
+
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 11, 0)
+static void swdma_remove(struct platform_device *pdev)
+{
+	swdma_teardown(pdev);
+}
+#else
+static int swdma_remove(struct platform_device *pdev)
+{
+	swdma_teardown(pdev);
+	return 0;
+}
+#endif
+
+static struct platform_driver swdma_driver = {
+	.probe = swdma_probe,
+	.remove = swdma_remove,
+	.driver = { .name = "scif_swdma" },
+};
+
+static struct platform_device *swdma_pdev;
+
+static int __init swdma_init(void)
+{
+	int err = platform_driver_register(&swdma_driver);
+
+	if (err)
+		return err;
+	swdma_pdev = platform_device_register_simple("scif_swdma", -1, NULL, 0);
+	if (IS_ERR(swdma_pdev)) {
+		platform_driver_unregister(&swdma_driver);
+		return PTR_ERR(swdma_pdev);
+	}
+	if (!swdma) {
+		platform_device_unregister(swdma_pdev);
+		platform_driver_unregister(&swdma_driver);
+		return -ENODEV;
+	}
+	return 0;
+}
+
+static void __exit swdma_exit(void)
+{
+	platform_device_unregister(swdma_pdev);
+	platform_driver_unregister(&swdma_driver);
+}
+
+module_init(swdma_init);
+module_exit(swdma_exit);
+MODULE_DESCRIPTION("openscif test: software dmaengine DMA_MEMCPY channel");
+MODULE_LICENSE("GPL");
