@@ -5,8 +5,7 @@
  * Lock order (outermost first); no lock of the same class is ever nested
  * except the one documented spin_lock_nested() below:
  *
- *   scif_nodes_mutex            node online/offline changes
- *   scif_eps_mutex              global endpoint list (debugfs, node loss)
+ *   scif_nodes_mutex            node online/offline changes (node loss)
  *   ep->mutex                   control ioctls of one endpoint (bind, listen,
  *                               connect set-up, accept-register, close);
  *                               never held while sleeping for a peer, never
@@ -14,11 +13,15 @@
  *   ep->send_mutex / ep->recv_mutex
  *                               one sender / one receiver at a time per
  *                               endpoint; held across copy_{from,to}_user
+ *   scif_eps_mutex              global endpoint list (alloc, free, debugfs,
+ *                               node loss); a last scif_ep_put() may take it
+ *                               under any of the mutexes above
  *   node->ports (xa_lock)       port table of a node
  *   lep->lock                   listener state and its pending queue
  *   ep->lock (nested)           a connector's lock taken inside its
  *                               listener's lock while queueing a request
  *   scif_accept_xa (xa_lock)    accept handles and listeners' accepted lists
+ *   ep->wq's lock               wake-ups are issued under any of the above
  *
  * Reference counting: ep->ref counts the file (scif_file), the peer's
  * ep->peer pointer, a listener's pending queue entry (connector), a

@@ -88,7 +88,16 @@ long scif_send(struct scif_endpt *ep, struct scifioctl_msg *m)
 		return ret;
 	if (!len)
 		goto out_put;
-	if (mutex_lock_interruptible(&ep->send_mutex)) {
+	/*
+	 * A blocking send keeps the mutex while it waits for room, so that
+	 * its bytes stay contiguous in the stream; a non-blocking one does
+	 * not wait for it.
+	 */
+	if (!block && !mutex_trylock(&ep->send_mutex)) {
+		ret = -EAGAIN;
+		goto out_put;
+	}
+	if (block && mutex_lock_interruptible(&ep->send_mutex)) {
 		ret = -ERESTARTSYS;
 		goto out_put;
 	}
@@ -155,7 +164,9 @@ long scif_recv(struct scif_endpt *ep, struct scifioctl_msg *m)
 		return -ENOTCONN;
 	if (!len)
 		return 0;
-	if (mutex_lock_interruptible(&ep->recv_mutex))
+	if (!block && !mutex_trylock(&ep->recv_mutex))
+		return -EAGAIN;
+	if (block && mutex_lock_interruptible(&ep->recv_mutex))
 		return -ERESTARTSYS;
 	for (;;) {
 		n = scif_ring_read(&ep->rx, ubuf + got, len - got);
