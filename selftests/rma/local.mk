@@ -1,3 +1,24 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # Selftests of the rma area, included by selftests/Makefile.am (see the
 # conventions there).  Owned by the rma engineer.
+
+RMA_PROGS = \
+	rma/data_test \
+	rma/errno_test \
+	rma/fence_test \
+	rma/mmap_test \
+	rma/teardown_test
+noinst_PROGRAMS += $(RMA_PROGS)
+noinst_HEADERS += rma/rma_test.h
+VM_SELFTESTS += $(RMA_PROGS)
+
+rma_data_test_SOURCES = rma/data_test.c
+rma_data_test_LDADD = $(SELFTEST_LDADD)
+rma_errno_test_SOURCES = rma/errno_test.c
+rma_errno_test_LDADD = $(SELFTEST_LDADD)
+rma_fence_test_SOURCES = rma/fence_test.c
+rma_fence_test_LDADD = $(SELFTEST_LDADD)
+rma_mmap_test_SOURCES = rma/mmap_test.c
+rma_mmap_test_LDADD = $(SELFTEST_LDADD)
+rma_teardown_test_SOURCES = rma/teardown_test.c
+rma_teardown_test_LDADD = $(SELFTEST_LDADD)
