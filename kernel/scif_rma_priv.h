@@ -107,6 +107,7 @@ struct scif_rma_ep {
 	spinlock_t fence_lock;
 	u64 issued;			/* sequence of the last RMA issued */
 	struct list_head inflight;	/* struct scif_xfer, ascending seq */
+	unsigned int ninflight;		/* entries on inflight */
 	struct list_head signals;	/* struct scif_fence_sig */
 	wait_queue_head_t fence_wq;
 	bool disconnected;

@@ -32,6 +32,12 @@
 #define SCIF_RMA_FLAGS		(SCIF_RMA_USECPU | SCIF_RMA_USECACHE | \
 				 SCIF_RMA_SYNC | SCIF_RMA_ORDERED)
 
+/*
+ * Asynchronous transfers an endpoint may have queued; a further one waits
+ * (interruptibly) for room, so a process cannot pin unbounded memory.
+ */
+#define SCIF_MAX_INFLIGHT	64
+
 /* Below this many bytes the CPU is used even when a DMA channel exists. */
 #define SCIF_DMA_MIN		256
 
@@ -55,6 +61,17 @@ static bool scif_fence_done(struct scif_rma_ep *rma, u64 seq)
 	done = scif_completed(rma) >= seq;
 	spin_unlock(&rma->fence_lock);
 	return done;
+}
+
+/* Room for another asynchronous transfer (or no point waiting). */
+static bool scif_room(struct scif_rma_ep *rma)
+{
+	bool room;
+
+	spin_lock(&rma->fence_lock);
+	room = rma->ninflight < SCIF_MAX_INFLIGHT || rma->disconnected;
+	spin_unlock(&rma->fence_lock);
+	return room;
 }
 
 /* Write and free the signals on @list (no lock held). */
@@ -163,6 +180,7 @@ static void scif_xfer_done(struct scif_xfer *x)
 
 	spin_lock(&rma->fence_lock);
 	list_del(&x->link);
+	rma->ninflight--;
 	done = scif_completed(rma);
 	list_for_each_entry_safe(sig, tmp, &rma->signals, link)
 		if (sig->seq <= done)
@@ -254,6 +272,12 @@ long scif_rma_copy_ioctl(struct scif_endpt *ep, unsigned int cmd,
 		err = c.len ? -ENXIO : 0;
 		goto fail;
 	}
+	if (!(c.flags & SCIF_RMA_SYNC) &&
+	    wait_event_interruptible(x->rma->fence_wq,
+				     scif_room(x->rma))) {
+		err = -EINTR;
+		goto fail;
+	}
 
 	switch (cmd) {
 	case SCIF_READFROM:
@@ -294,6 +318,7 @@ long scif_rma_copy_ioctl(struct scif_endpt *ep, unsigned int cmd,
 	}
 	x->seq = ++x->rma->issued;
 	list_add_tail(&x->link, &x->rma->inflight);
+	x->rma->ninflight++;
 	spin_unlock(&x->rma->fence_lock);
 	atomic_inc(&scif_rma_inflight);
 
