@@ -417,6 +417,15 @@ static DAT_RETURN DAT_API ia_query(DAT_IA_HANDLE h, DAT_EVD_HANDLE *async_evd,
 		p->is_signal_safe = DAT_FALSE;
 		p->ha_supported = DAT_FALSE;
 		p->ha_loadbalancing = DAT_HA_LB_NONE;
+		/*
+		 * The transfer unit consumers such as dtestsrq size their
+		 * buffers from (SCIF has no MTU: one page).
+		 */
+		static const DAT_NAMED_ATTR specific[] = {
+			{"DAT_IB_TRANSPORT_MTU", "4096"},
+		};
+		p->num_provider_specific_attr = 1;
+		p->provider_specific_attr = const_cast<DAT_NAMED_ATTR *>(specific);
 	}
 	return DAT_SUCCESS;
 }
