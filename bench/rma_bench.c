@@ -267,6 +267,9 @@ int main(int argc, char **argv)
 	if (scif_register(c.ep, c.lbuf, max_size, 0, SCIF_PROT_READ | SCIF_PROT_WRITE,
 			  SCIF_MAP_FIXED) != 0)
 		die("register local");
+	/* The module takes its DMA channel on first use: make one DMA call. */
+	if (scif_readfrom(c.ep, 0, 4096, 0, SCIF_RMA_SYNC))
+		die("scif_readfrom");
 	dma = dma_channel_present();
 
 	printf("rma_bench: peer node %u, DMA channel: %s\n", dst.node,
