@@ -187,6 +187,23 @@ void ep_flush(Ep *ep)
 	ep->unexpected.clear();
 }
 
+/*
+ * An EP on an SRQ left the connected state: as with a transport's "last
+ * receive consumed" notice, tell the consumer through the async EVD that
+ * the EP takes no more receives from the SRQ (mu).
+ */
+static void srq_ep_done(Ep *ep)
+{
+	if (!ep->srq)
+		return;
+	DAT_EVENT ev;
+	std::memset(&ev, 0, sizeof(ev));
+	ev.event_number = DAT_ASYNC_ERROR_EP_BROKEN;
+	ev.event_data.asynch_error_event_data.dat_handle = ep;
+	ev.event_data.asynch_error_event_data.reason = DAT_EP_OTHER_ERROR;
+	evd_post(ep->ia->async_evd, ev);
+}
+
 void ep_drop_conn(Ep *ep)
 {
 	if (!ep->conn)
@@ -214,6 +231,7 @@ void conn_lost(Ia *ia, const std::shared_ptr<Conn> &c, bool graceful)
 		post_conn_event(ep, graceful ? DAT_CONNECTION_EVENT_DISCONNECTED
 					     : DAT_CONNECTION_EVENT_BROKEN);
 		ep_flush(ep);
+		srq_ep_done(ep);
 		break;
 	case DAT_EP_STATE_ACTIVE_CONNECTION_PENDING:
 		ep->state = DAT_EP_STATE_DISCONNECTED;
@@ -655,9 +673,12 @@ DAT_RETURN DAT_API ep_disconnect(DAT_EP_HANDLE h, DAT_CLOSE_FLAGS)
 	if (ep->state == DAT_EP_STATE_DISCONNECTED)
 		return DAT_SUCCESS;	/* the peer was quicker */
 	ep->state = DAT_EP_STATE_DISCONNECTED;
+	bool was_connected = ep->conn != nullptr && c != nullptr;
 	ep_drop_conn(ep);
 	post_conn_event(ep, DAT_CONNECTION_EVENT_DISCONNECTED);
 	ep_flush(ep);
+	if (was_connected)
+		srq_ep_done(ep);
 	return DAT_SUCCESS;
 }
 
