@@ -14,7 +14,7 @@ using namespace std::chrono;
 
 static DAT_EVENT ev(int n)
 {
-	DAT_EVENT e;
+	DAT_EVENT e{};
 	std::memset(&e, 0, sizeof(e));
 	e.event_number = DAT_SOFTWARE_EVENT;
 	e.event_data.software_event_data.pointer = reinterpret_cast<void *>(
@@ -30,7 +30,7 @@ static int num(const DAT_EVENT &e)
 TEST(EventQueue, ThresholdBounds)
 {
 	EventQueue q(4);
-	DAT_EVENT e;
+	DAT_EVENT e{};
 	DAT_COUNT nmore;
 	EXPECT_EQ(DAT_GET_TYPE(q.wait(0, 0, &e, &nmore)), DAT_INVALID_PARAMETER);
 	EXPECT_EQ(DAT_GET_TYPE(q.wait(0, -1, &e, &nmore)), DAT_INVALID_PARAMETER);
@@ -43,7 +43,7 @@ TEST(EventQueue, TimeoutKeepsEventsAndReportsNmore)
 	EventQueue q(8);
 	q.push(ev(1), true);
 	q.push(ev(2), true);
-	DAT_EVENT e;
+	DAT_EVENT e{};
 	DAT_COUNT nmore = -1;
 	auto t0 = steady_clock::now();
 	EXPECT_EQ(DAT_GET_TYPE(q.wait(20000, 3, &e, &nmore)),
@@ -61,7 +61,7 @@ TEST(EventQueue, OrderWithinStream)
 	EventQueue q(16);
 	for (int i = 0; i < 10; i++)
 		q.push(ev(i), true);
-	DAT_EVENT e;
+	DAT_EVENT e{};
 	for (int i = 0; i < 10; i++) {
 		ASSERT_EQ(q.dequeue(&e), DAT_SUCCESS);
 		EXPECT_EQ(num(e), i);
@@ -72,7 +72,7 @@ TEST(EventQueue, OrderWithinStream)
 TEST(EventQueue, WaiterWakesAtThreshold)
 {
 	EventQueue q(8);
-	DAT_EVENT e;
+	DAT_EVENT e{};
 	DAT_COUNT nmore = -1;
 	DAT_RETURN r = 0;
 	std::thread t([&] { r = q.wait(DAT_TIMEOUT_INFINITE, 3, &e, &nmore); });
@@ -89,13 +89,13 @@ TEST(EventQueue, WaiterWakesAtThreshold)
 TEST(EventQueue, SecondWaiterAndDequeueRejected)
 {
 	EventQueue q(8);
-	DAT_EVENT e;
+	DAT_EVENT e{};
 	DAT_COUNT nmore;
 	DAT_RETURN r = 0;
 	std::thread t([&] { r = q.wait(DAT_TIMEOUT_INFINITE, 1, &e, &nmore); });
 	while (!q.has_waiter())
 		std::this_thread::sleep_for(milliseconds(1));
-	DAT_EVENT e2;
+	DAT_EVENT e2{};
 	EXPECT_EQ(DAT_GET_TYPE(q.wait(0, 1, &e2, &nmore)), DAT_INVALID_STATE);
 	EXPECT_EQ(DAT_GET_TYPE(q.dequeue(&e2)), DAT_INVALID_STATE);
 	q.push(ev(7), true);
@@ -107,7 +107,7 @@ TEST(EventQueue, SecondWaiterAndDequeueRejected)
 TEST(EventQueue, AbortWakesWaiter)
 {
 	EventQueue q(8);
-	DAT_EVENT e;
+	DAT_EVENT e{};
 	DAT_COUNT nmore;
 	DAT_RETURN r = 0;
 	std::thread t([&] { r = q.wait(DAT_TIMEOUT_INFINITE, 1, &e, &nmore); });
@@ -122,7 +122,7 @@ TEST(EventQueue, AbortWakesWaiter)
 TEST(EventQueue, Unwaitable)
 {
 	EventQueue q(8);
-	DAT_EVENT e;
+	DAT_EVENT e{};
 	DAT_COUNT nmore;
 	q.set_unwaitable(true);
 	EXPECT_EQ(DAT_GET_TYPE(q.wait(0, 1, &e, &nmore)), DAT_INVALID_STATE);
@@ -141,7 +141,7 @@ TEST(EventQueue, Unwaitable)
 TEST(EventQueue, RestrictedThresholdIsOne)
 {
 	EventQueue q(8);
-	DAT_EVENT e;
+	DAT_EVENT e{};
 	DAT_COUNT nmore;
 	q.set_restricted(true);
 	EXPECT_EQ(DAT_GET_TYPE(q.wait(0, 2, &e, &nmore)), DAT_INVALID_STATE);
@@ -151,7 +151,7 @@ TEST(EventQueue, RestrictedThresholdIsOne)
 TEST(EventQueue, UnsignalledEventsDoNotWake)
 {
 	EventQueue q(8);
-	DAT_EVENT e;
+	DAT_EVENT e{};
 	DAT_COUNT nmore = -1;
 	q.push(ev(1), false);
 	EXPECT_EQ(DAT_GET_TYPE(q.wait(10000, 1, &e, &nmore)),
