@@ -333,12 +333,13 @@ static int t_fuzz(void)
         SCIF_BIND, SCIF_LISTEN, SCIF_CONNECT, SCIF_ACCEPTREQ, SCIF_ACCEPTREG,
         SCIF_SEND, SCIF_RECV,   SCIF_GET_NODEIDS, SCIF_GET_VERSION,
     };
-    unsigned char *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                               -1, 0);
+    unsigned char *page = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                               -1, 0), *base;
     struct prng p;
     int i, fd = -1, odd = 0;
 
     CHECK(page != MAP_FAILED, "mmap");
+    CHECK_OK(munmap(page + 4096, 4096));
     prng_init(&p, 42);
     for (i = 0; i < 3000; i++) {
         unsigned long cmd = cmds[prng_next(&p) % ARRAY_SIZE(cmds)];
@@ -352,8 +353,10 @@ static int t_fuzz(void)
                 close(fd);
             fd = dev_open();
             CHECK_OK(fd);
+            /* Connects never wait for an accept. */
+            CHECK_OK(fcntl(fd, F_SETFL, O_NONBLOCK));
         }
-        for (k = 0; k < 64; k += 8) {
+        for (k = 0; k < 4096; k += 8) {
             uint64_t v = prng_next(&p);
 
             /* Mostly small values, sometimes wild ones. */
@@ -361,19 +364,23 @@ static int t_fuzz(void)
                 v %= 70000;
             memcpy(page + k, &v, 8);
         }
-        /* Never hand blocking calls a blocking flag: the test would wait forever. */
+        /*
+         * The argument either starts the page or ends exactly at its end (the
+         * next page is unmapped).  Blocking calls never get a blocking flag:
+         * the test would wait forever (a connect may reach a listener that
+         * an earlier random call set up).
+         */
+        base = page;
+        if (r % 4 == 1)
+            base = page + 4096 - _IOC_SIZE(cmd);
         if (cmd == SCIF_SEND || cmd == SCIF_RECV)
-            ((struct scifioctl_msg *)page)->flags = 0;
+            ((struct scifioctl_msg *)base)->flags = 0;
         if (cmd == SCIF_ACCEPTREQ)
-            ((struct scifioctl_accept *)page)->flags = 0;
-        if (cmd == SCIF_CONNECT)
-            fcntl(fd, F_SETFL, O_NONBLOCK);
+            ((struct scifioctl_accept *)base)->flags = 0;
         switch (r % 4) {
         case 0:
-            arg = (unsigned long)page;
-            break;
         case 1:
-            arg = (unsigned long)(page + 4096 - 4);
+            arg = (unsigned long)base;
             break;
         case 2:
             arg = (unsigned long)(r >> 4);

@@ -246,13 +246,13 @@ static void *receiver(void *arg)
             break;
         }
         fill_at(st->seed, st->done, want, len);
-        if (memcmp(buf, want, len)) {
+        /* Record the first difference but keep draining, so the sender finishes. */
+        if (st->bad_at < 0 && memcmp(buf, want, len)) {
             int i = 0;
 
             while (buf[i] == want[i])
                 i++;
             st->bad_at = st->done + i;
-            break;
         }
         st->done += len;
     }
