@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -619,7 +620,7 @@ int main(int argc, char **argv)
 	attr.max_rdma_write_iov = 4;
 	if (!side_open(&a, &attr) || !side_open(&b, NULL))
 		return ksft_exit_skip_all("cannot open the " IA_NAME " IA");
-	ksft_set_plan(30);
+	ksft_set_plan(31);
 
 	int ok = dat_ia_query(a.ia, NULL, DAT_IA_FIELD_ALL, &ia_attr,
 			      DAT_PROVIDER_FIELD_ALL, &pa) == DAT_SUCCESS;
@@ -653,6 +654,17 @@ int main(int argc, char **argv)
 
 	ksft_test_result(connect_pair(&a, &b, QUAL_BASE, 1),
 			 "connect/accept: private data delivered both ways");
+	/* Two IAs with a connection and a listener, idle: no spinning. */
+	struct rusage r0, r1;
+	getrusage(RUSAGE_SELF, &r0);
+	usleep(1000000);
+	getrusage(RUSAGE_SELF, &r1);
+	long cpu_us = (r1.ru_utime.tv_sec - r0.ru_utime.tv_sec) * 1000000L +
+		      (r1.ru_utime.tv_usec - r0.ru_utime.tv_usec) +
+		      (r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) * 1000000L +
+		      (r1.ru_stime.tv_usec - r0.ru_stime.tv_usec);
+	ksft_test_result(cpu_us < 50000,
+			 "idle progress engines: %ld us CPU in 1 s (< 50 ms)", cpu_us);
 	test_connected(&a, &b);
 	test_resources(&a, &b);
 	test_disconnect(&a, &b);
