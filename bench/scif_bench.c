@@ -2,7 +2,7 @@
 /*
  * scif_bench: SCIF messaging next to a UNIX-socket pair, in one run.
  *
- *   scif_bench [-n ITERS] [-t MIB] [-r RUNS] [-s SIZE,SIZE,...]
+ *   scif_bench [-T SECONDS] [-n MAX] [-r RUNS] [-s SIZE,SIZE,...] [-c CPU]
  *
  * Measures, between two threads of this process,
  *   - the round-trip latency of an 8-byte message (ping-pong), and
@@ -10,12 +10,17 @@
  * over a SCIF connection on node 0 loopback, a SCIF connection between node
  * 0 and node 1 (when the module has emulated nodes), and a UNIX stream
  * socketpair doing exactly the same, and prints a table with the SCIF/UNIX
- * ratio.  Each figure is the median of RUNS runs.  Absolute numbers depend on
- * the machine (and mean little under TCG emulation); the ratio is what
- * compares.  Uses only <scif.h> and -lscif.
+ * ratio.  Each figure is the median of RUNS runs, each run lasting about
+ * SECONDS.  Both threads run on one CPU (-c) unless told otherwise: the
+ * figures then compare the two paths' own costs rather than cross-CPU
+ * wake-up latency, which under emulation swings by orders of magnitude.
+ * Absolute numbers depend on the machine (and mean little under TCG
+ * emulation); the ratio is what compares.  Uses only <scif.h> and -lscif.
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,85 +175,115 @@ static void chan_close(struct chan *c)
 
 /* ---- measurements ---- */
 
+/*
+ * Each run goes on for a time budget (at least MIN_ITERS iterations) rather
+ * than a fixed count, so that the benchmark takes the same time on a fast
+ * machine and under emulation.  The first 8 bytes of every message say
+ * whether another one follows.
+ */
+#define MIN_ITERS 20
+#define BENCH_MORE 0x6d6f7265ULL /* "more" */
+#define BENCH_STOP 0x73746f70ULL /* "stop" */
+
+static double budget = 0.5; /* seconds per run */
+static long max_iters = 1000000;
+
 struct job {
     struct chan *c;
-    long iters; /* latency: round trips; bandwidth: messages */
     int size;
-    long total;
 };
 
 static void *echo_side(void *arg)
 {
     struct job *j = arg;
-    char buf[8];
-    long i;
+    uint64_t m;
 
-    for (i = 0; i < j->iters; i++) {
-        xrecv(j->c, buf, 8);
-        xsend(j->c, buf, 8);
+    for (;;) {
+        xrecv(j->c, &m, 8);
+        if (m == BENCH_STOP)
+            break;
+        xsend(j->c, &m, 8);
     }
     return NULL;
 }
 
 /* Microseconds per 8-byte round trip. */
-static double latency(struct chan *a, struct chan *b, long iters)
+static double latency(struct chan *a, struct chan *b)
 {
-    struct job j = {b, iters + 100, 8, 0};
-    char buf[8] = "pingpong";
+    struct job j = {b, 8};
+    uint64_t m = BENCH_MORE;
+    double t0, t;
     pthread_t th;
-    double t0 = 0;
     long i;
 
     if (pthread_create(&th, NULL, echo_side, &j))
         die("pthread_create");
-    for (i = 0; i < iters + 100; i++) {
-        if (i == 100)
-            t0 = now(); /* the first 100 warm up */
-        xsend(a, buf, 8);
-        xrecv(a, buf, 8);
+    for (i = 0; i < 20; i++) { /* warm up */
+        xsend(a, &m, 8);
+        xrecv(a, &m, 8);
     }
-    t0 = now() - t0;
+    t0 = now();
+    for (i = 0;; i++) {
+        t = now() - t0;
+        if (i >= max_iters || (i >= MIN_ITERS && t >= budget))
+            break;
+        xsend(a, &m, 8);
+        xrecv(a, &m, 8);
+    }
+    m = BENCH_STOP;
+    xsend(a, &m, 8);
     pthread_join(th, NULL);
-    return t0 / iters * 1e6;
+    return t / i * 1e6;
 }
 
 static void *sink_side(void *arg)
 {
     struct job *j = arg;
     char *buf = malloc(j->size);
-    long i;
+    uint64_t m;
 
     if (!buf)
         die("malloc");
-    for (i = 0; i < j->iters; i++)
+    do {
         xrecv(j->c, buf, j->size);
+        memcpy(&m, buf, 8);
+    } while (m == BENCH_MORE);
     xsend(j->c, "k", 1); /* everything arrived */
     free(buf);
     return NULL;
 }
 
-/* MiB/s streaming total bytes in messages of size bytes, a -> b. */
-static double bandwidth(struct chan *a, struct chan *b, int size, long total)
+/* MiB/s streaming messages of size bytes, a -> b. */
+static double bandwidth(struct chan *a, struct chan *b, int size)
 {
-    long iters = total / size, i;
-    struct job j = {b, iters, size, total};
+    struct job j = {b, size};
     char *buf = malloc(size), ack;
+    uint64_t m = BENCH_MORE;
     pthread_t th;
-    double t;
+    double t0;
+    long i;
 
     if (!buf)
         die("malloc");
     memset(buf, 0x3c, size);
+    memcpy(buf, &m, 8);
     if (pthread_create(&th, NULL, sink_side, &j))
         die("pthread_create");
-    t = now();
-    for (i = 0; i < iters; i++)
+    t0 = now();
+    for (i = 1;; i++) {
+        if (i >= max_iters || (i >= MIN_ITERS && now() - t0 >= budget)) {
+            m = BENCH_STOP;
+            memcpy(buf, &m, 8);
+        }
         xsend(a, buf, size);
+        if (m == BENCH_STOP)
+            break;
+    }
     xrecv(a, &ack, 1);
-    t = now() - t;
+    t0 = now() - t0;
     pthread_join(th, NULL);
     free(buf);
-    return (double)iters * size / t / (1 << 20);
+    return (double)i * size / t0 / (1 << 20);
 }
 
 static int cmp_double(const void *x, const void *y)
@@ -269,7 +304,7 @@ static void make_pair(int path, struct chan *a, struct chan *b)
         scif_pair(0, path, a, b);
 }
 
-static double median_latency(int path, long iters, int runs)
+static double median_latency(int path, int runs)
 {
     double v[MAX_RUNS];
     int r;
@@ -278,7 +313,7 @@ static double median_latency(int path, long iters, int runs)
         struct chan a, b;
 
         make_pair(path, &a, &b);
-        v[r] = latency(&a, &b, iters);
+        v[r] = latency(&a, &b);
         chan_close(&a);
         chan_close(&b);
     }
@@ -286,7 +321,7 @@ static double median_latency(int path, long iters, int runs)
     return v[runs / 2];
 }
 
-static double median_bw(int path, int size, long total, int runs)
+static double median_bw(int path, int size, int runs)
 {
     double v[MAX_RUNS];
     int r;
@@ -295,7 +330,7 @@ static double median_bw(int path, int size, long total, int runs)
         struct chan a, b;
 
         make_pair(path, &a, &b);
-        v[r] = bandwidth(&a, &b, size, total);
+        v[r] = bandwidth(&a, &b, size);
         chan_close(&a);
         chan_close(&b);
     }
@@ -317,43 +352,46 @@ static const char *size_str(int size, char *buf, size_t len)
 static void usage(const char *prog)
 {
     fprintf(stderr,
-            "usage: %s [-n ITERS] [-t MIB] [-r RUNS] [-s SIZE,...]\n"
-            "  -n ITERS  round trips per latency run (default 5000)\n"
-            "  -t MIB    bytes streamed per bandwidth run, in MiB (default 64;\n"
-            "            at most 50000 messages per run)\n"
-            "  -r RUNS   runs per figure, the median is shown (default 3, max %d)\n"
-            "  -s SIZES  message sizes in bytes (default 64,4096,65536,1048576)\n",
-            prog, MAX_RUNS);
+            "usage: %s [-T SECONDS] [-n MAX] [-r RUNS] [-s SIZE,...] [-c CPU]\n"
+            "  -T SECONDS  length of one run (default 0.5; at least %d messages)\n"
+            "  -n MAX      at most MAX messages or round trips per run (default 1000000)\n"
+            "  -r RUNS     runs per figure, the median is shown (default 3, max %d)\n"
+            "  -s SIZES    message sizes in bytes, >= 8 (default 64,4096,65536,1048576)\n"
+            "  -c CPU      run both threads on this CPU (default 0); \"any\": let the\n"
+            "              scheduler place them (cross-CPU wake-ups; very noisy under TCG)\n",
+            prog, MIN_ITERS, MAX_RUNS);
     exit(2);
 }
 
 int main(int argc, char **argv)
 {
-    int sizes[16] = {64, 4096, 65536, 1 << 20}, nsizes = 4, runs = 3, opt, i, npaths;
-    long iters = 5000, total_mib = 64;
+    int sizes[16] = {64, 4096, 65536, 1 << 20}, nsizes = 4, runs = 3, opt, i, npaths, cpu = 0;
     uint16_t nodes[32], self = 0;
     struct utsname u;
     double lat[3];
     char sbuf[32];
     int online;
 
-    while ((opt = getopt(argc, argv, "n:t:r:s:h")) != -1) {
+    while ((opt = getopt(argc, argv, "T:n:r:s:c:h")) != -1) {
         switch (opt) {
-        case 'n':
-            iters = atol(optarg);
+        case 'T':
+            budget = atof(optarg);
             break;
-        case 't':
-            total_mib = atol(optarg);
+        case 'n':
+            max_iters = atol(optarg);
             break;
         case 'r':
             runs = atoi(optarg);
+            break;
+        case 'c':
+            cpu = strcmp(optarg, "any") ? atoi(optarg) : -1;
             break;
         case 's': {
             char *s = optarg, *end;
 
             for (nsizes = 0; *s && nsizes < 16; nsizes++) {
                 sizes[nsizes] = (int)strtol(s, &end, 0);
-                if (end == s || sizes[nsizes] <= 0 || sizes[nsizes] > (64 << 20))
+                if (end == s || sizes[nsizes] < 8 || sizes[nsizes] > (64 << 20))
                     usage(argv[0]);
                 s = *end == ',' ? end + 1 : end;
             }
@@ -363,8 +401,17 @@ int main(int argc, char **argv)
             usage(argv[0]);
         }
     }
-    if (iters <= 0 || total_mib <= 0 || runs <= 0 || runs > MAX_RUNS || !nsizes)
+    if (budget <= 0 || max_iters < MIN_ITERS || runs <= 0 || runs > MAX_RUNS || !nsizes)
         usage(argv[0]);
+    if (cpu >= 0) {
+        cpu_set_t set;
+
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        /* Threads created later inherit the affinity. */
+        if (sched_setaffinity(0, sizeof(set), &set))
+            die("sched_setaffinity");
+    }
 
     online = scif_get_nodeIDs(nodes, 32, &self);
     if (online < 0)
@@ -374,34 +421,30 @@ int main(int argc, char **argv)
     printf("openscif messaging benchmark: SCIF endpoints vs a UNIX-socket pair, one run\n");
     printf("kernel %s, %ld CPUs, %d SCIF nodes online; two threads of one process;\n", u.release,
            sysconf(_SC_NPROCESSORS_ONLN), online);
-    printf("each figure is the median of %d runs\n\n", runs);
+    printf("each figure is the median of %d runs of %.2f s; threads %s\n\n", runs, budget,
+           cpu >= 0 ? "pinned to one CPU" : "placed by the scheduler");
 
-    printf("8-byte message round trip (us, lower is better), %ld round trips per run\n", iters);
+    printf("8-byte message round trip (us, lower is better)\n");
     printf("  %-22s %12s %12s %10s\n", "path", "SCIF", "UNIX", "SCIF/UNIX");
-    lat[2] = median_latency(2, iters, runs);
+    lat[2] = median_latency(2, runs);
     for (i = 0; i < npaths; i++) {
-        lat[i] = median_latency(i, iters, runs);
+        lat[i] = median_latency(i, runs);
         printf("  %-22s %12.2f %12.2f %10.2f\n", i ? "node 0 <-> node 1" : "node 0 <-> node 0",
                lat[i], lat[2], lat[i] / lat[2]);
     }
     if (npaths < 2)
         printf("  (node 0 <-> node 1 not measured: load scif with nodes=1 or more)\n");
 
-    printf("\nstreaming bandwidth (MiB/s, higher is better), up to %ld MiB per run\n", total_mib);
+    printf("\nstreaming bandwidth (MiB/s, higher is better)\n");
     printf("  %-10s %14s %14s %12s %12s %12s\n", "msg size", "SCIF 0<->0", "SCIF 0<->1", "UNIX",
            "0<->0/UNIX", "0<->1/UNIX");
     for (i = 0; i < nsizes; i++) {
-        long total = total_mib << 20;
         double bw[3];
         int p;
 
-        if (total / sizes[i] > 50000)
-            total = 50000L * sizes[i];
-        if (total < sizes[i])
-            total = sizes[i];
-        bw[2] = median_bw(2, sizes[i], total, runs);
+        bw[2] = median_bw(2, sizes[i], runs);
         for (p = 0; p < npaths; p++)
-            bw[p] = median_bw(p, sizes[i], total, runs);
+            bw[p] = median_bw(p, sizes[i], runs);
         printf("  %-10s %14.1f", size_str(sizes[i], sbuf, sizeof(sbuf)), bw[0]);
         if (npaths > 1)
             printf(" %14.1f", bw[1]);
