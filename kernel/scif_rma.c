@@ -358,13 +358,13 @@ out:
 /*
  * Collect the pages of [off, off + len) of @rma's registered address space
  * into @pv, requiring @prot on every window and contiguity across windows.
- * References on the windows are added to @x.  *@alloc receives an array to
- * kvfree() when the range spans several windows.
+ * References on the windows are added to @x.  When the range spans several
+ * windows, a page array is built and recorded in @x for kvfree().
  */
 int scif_rma_gather(struct scif_rma_ep *rma, u64 off, size_t len, int prot,
 		    struct scif_xfer *x, struct scif_pgvec *pv)
 {
-	struct scif_window *w;
+	struct scif_window *w, *first;
 	struct page **arr = NULL;
 	unsigned long npages, idx, filled = 0;
 	u64 cur = off, end = off + len;
@@ -372,36 +372,55 @@ int scif_rma_gather(struct scif_rma_ep *rma, u64 off, size_t len, int prot,
 
 	if ((s64)off < 0 || end < off)
 		return -ENXIO;
-	npages = ((off & ~PAGE_MASK) + len + PAGE_SIZE - 1) >> PAGE_SHIFT;
 
 	down_read(&rma->win_lock);
-	w = scif_window_lookup(rma, off);
-	if (!w) {
+	first = scif_window_lookup(rma, off);
+	if (!first) {
 		err = -ENXIO;
 		goto out;
 	}
 	pv->first_off = off & ~PAGE_MASK;
-	if (end <= w->offset + w->len) {
+	if (end <= first->offset + first->len) {
 		/* Fast path: one window, point into its page array. */
+		if ((first->prot & prot) != prot) {
+			err = -EACCES;
+			goto out;
+		}
+		err = scif_xfer_add_window(x, first);
+		if (!err)
+			pv->pages = &first->pages[(off - first->offset) >>
+						  PAGE_SHIFT];
+		goto out;
+	}
+	/*
+	 * Check that windows cover the whole range before anything is sized
+	 * by @len: a length far beyond the registered space must fail with
+	 * ENXIO, not make us allocate (and warn about) a huge array.
+	 */
+	for (w = first; ; ) {
 		if ((w->prot & prot) != prot) {
 			err = -EACCES;
 			goto out;
 		}
-		err = scif_xfer_add_window(x, w);
-		if (!err)
-			pv->pages = &w->pages[(off - w->offset) >> PAGE_SHIFT];
-		goto out;
+		cur = w->offset + w->len;
+		if (cur >= end)
+			break;
+		/* Windows are disjoint: the next one must start at cur. */
+		w = scif_window_lookup(rma, cur);
+		if (!w) {
+			err = -ENXIO;
+			goto out;
+		}
 	}
-	arr = kvmalloc_array(npages, sizeof(*arr), GFP_KERNEL);
+	/* Bounded by pages already pinned in those windows. */
+	npages = ((off & ~PAGE_MASK) + len + PAGE_SIZE - 1) >> PAGE_SHIFT;
+	arr = kvmalloc_array(npages, sizeof(*arr),
+			     GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 	if (!arr) {
 		err = -ENOMEM;
 		goto out;
 	}
-	for (;;) {
-		if ((w->prot & prot) != prot) {
-			err = -EACCES;
-			break;
-		}
+	for (w = first, cur = off; ; ) {
 		err = scif_xfer_add_window(x, w);
 		if (err)
 			break;
@@ -411,12 +430,7 @@ int scif_rma_gather(struct scif_rma_ep *rma, u64 off, size_t len, int prot,
 		cur = w->offset + w->len;
 		if (cur >= end)
 			break;
-		/* Windows are disjoint: the next one must start at cur. */
 		w = scif_window_lookup(rma, cur);
-		if (!w) {
-			err = -ENXIO;
-			break;
-		}
 	}
 	if (err) {
 		kvfree(arr);

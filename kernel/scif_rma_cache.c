@@ -105,7 +105,8 @@ struct scif_rcache_entry *scif_rcache_get(struct scif_rma_ep *rma,
 	e = kzalloc(sizeof(*e), GFP_KERNEL);
 	if (!e)
 		return NULL;
-	e->pages = kvmalloc_array(npages, sizeof(*e->pages), GFP_KERNEL);
+	e->pages = kvmalloc_array(npages, sizeof(*e->pages),
+				  GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 	if (!e->pages)
 		goto free;
 	e->rma = rma;

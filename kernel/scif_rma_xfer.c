@@ -222,7 +222,9 @@ static int scif_xfer_user(struct scif_xfer *x, u64 addr, size_t len,
 			return 0;
 		}
 	}
-	x->upages = kvmalloc_array(npages, sizeof(*x->upages), GFP_KERNEL);
+	/* len was checked against the peer's windows: bounded by real pins */
+	x->upages = kvmalloc_array(npages, sizeof(*x->upages),
+				   GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 	if (!x->upages)
 		return -ENOMEM;
 	err = scif_pin_user(start, npages, write ? FOLL_WRITE : 0, x->upages);
