@@ -39,7 +39,7 @@ AC_DEFUN([OSCIF_KERNEL], [
 		AS_CASE([$with_linux],
 		[""|yes], [
 			for d in `ls -d /usr/src/linux-headers-*-amd64 /usr/src/linux-headers-*-[[0-9]]* 2>/dev/null | sort -V -r`; do
-				if test -f "$d/Makefile" && test -f "$d/include/config/kernel.release"; then
+				if test -f "$d/Makefile" && { test -f "$d/include/generated/utsrelease.h" || test -f "$d/include/config/kernel.release"; }; then
 					oscif_kdir=$d
 					break
 				fi
@@ -75,8 +75,14 @@ AC_DEFUN([OSCIF_KERNEL], [
 		AC_MSG_RESULT([$LINUX_BUILD])
 
 		AC_MSG_CHECKING([for the kernel release of $LINUX_BUILD])
-		AS_IF([test -f "$LINUX_BUILD/include/config/kernel.release"],
-			[LINUX_RELEASE=`cat "$LINUX_BUILD/include/config/kernel.release"`],
+		# UTS_RELEASE is what the module's vermagic carries (Debian's
+		# include/config/kernel.release may hold the upstream version).
+		oscif_uts="$LINUX_BUILD/include/generated/utsrelease.h"
+		AS_IF([test -f "$oscif_uts"],
+			[LINUX_RELEASE=`sed -n 's/^#define UTS_RELEASE "\(.*\)"$/\1/p' "$oscif_uts"`])
+		AS_IF([test -z "$LINUX_RELEASE" && test -f "$LINUX_BUILD/include/config/kernel.release"],
+			[LINUX_RELEASE=`cat "$LINUX_BUILD/include/config/kernel.release"`])
+		AS_IF([test -z "$LINUX_RELEASE"],
 			[LINUX_RELEASE=`${MAKE-make} -s -C "$LINUX_BUILD" kernelrelease 2>/dev/null`])
 		AS_IF([test -z "$LINUX_RELEASE"], [
 			AC_MSG_RESULT([unknown])
