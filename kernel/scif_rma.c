@@ -208,7 +208,7 @@ static long scif_rma_register(struct scif_endpt *ep, struct scif_rma_ep *rma,
 	if (err)
 		return err;
 
-	win = kzalloc(sizeof(*win), GFP_KERNEL);
+	win = kzalloc(sizeof(*win), GFP_KERNEL_ACCOUNT);
 	if (!win)
 		return -ENOMEM;
 	kref_init(&win->ref);
@@ -217,18 +217,22 @@ static long scif_rma_register(struct scif_endpt *ep, struct scif_rma_ep *rma,
 	win->npages = reg.len >> PAGE_SHIFT;
 	win->prot = reg.prot;
 	win->dirty = reg.prot & SCIF_PROT_WRITE;
-	win->pages = kvmalloc_array(win->npages, sizeof(*win->pages),
-				    GFP_KERNEL);
-	if (!win->pages) {
-		err = -ENOMEM;
-		goto free_win;
-	}
+	/*
+	 * Charge RLIMIT_MEMLOCK before anything is sized by reg.len, so that
+	 * an over-limit request cannot make us allocate a huge page array.
+	 */
 	err = scif_charge(current->mm, win->npages);
 	if (err)
-		goto free_pages;
+		goto free_win;
 	win->mm = current->mm;
 	mmgrab(win->mm);
 	win->charged = win->npages;
+	win->pages = kvmalloc_array(win->npages, sizeof(*win->pages),
+				    GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+	if (!win->pages) {
+		err = -ENOMEM;
+		goto uncharge;
+	}
 
 	/*
 	 * Pin writable when the memory allows it even for read-only windows:
@@ -241,7 +245,7 @@ static long scif_rma_register(struct scif_endpt *ep, struct scif_rma_ep *rma,
 		err = scif_pin_user(reg.addr, win->npages, FOLL_LONGTERM,
 				    win->pages);
 	if (err)
-		goto uncharge;
+		goto free_pages;
 	atomic_inc(&scif_rma_nwindows);
 
 	down_write(&rma->win_lock);
@@ -275,11 +279,11 @@ static long scif_rma_register(struct scif_endpt *ep, struct scif_rma_ep *rma,
 	}
 	return 0;
 
+free_pages:
+	kvfree(win->pages);
 uncharge:
 	atomic64_sub(win->charged, &win->mm->pinned_vm);
 	mmdrop(win->mm);
-free_pages:
-	kvfree(win->pages);
 free_win:
 	kfree(win);
 	return err;
