@@ -1001,8 +1001,15 @@ static DAT_RETURN sp_free(DAT_HANDLE h, DAT_HANDLE_TYPE t)
 		return dat_err(DAT_INVALID_HANDLE, t == DAT_HANDLE_TYPE_PSP
 							   ? DAT_INVALID_HANDLE_PSP
 							   : DAT_INVALID_HANDLE_RSP);
-	std::lock_guard<std::mutex> lk(sp->ia->mu);
-	sp_free_locked(sp);
+	Ia *ia = sp->ia;
+	uint64_t since;
+	{
+		std::lock_guard<std::mutex> lk(ia->mu);
+		sp_free_locked(sp);
+		since = ia->loops;
+	}
+	/* The port must be free when we return: a new PSP may want it. */
+	ia->sync_progress(since);
 	return DAT_SUCCESS;
 }
 
@@ -1469,6 +1476,13 @@ DAT_RETURN DAT_API ep_post_rdma_write(DAT_EP_HANDLE h, DAT_COUNT n,
 
 /* ---- progress engine ------------------------------------------------------ */
 
+void Ia::sync_progress(uint64_t since)
+{
+	wake();
+	std::unique_lock<std::mutex> lk(mu);
+	loop_cv.wait(lk, [&] { return loops > since || stop; });
+}
+
 /* A passive connection sent CONN_REQ: raise the request event (mu). */
 static void got_conn_req(Ia *ia, const std::shared_ptr<Conn> &c, size_t len)
 {
@@ -1643,6 +1657,8 @@ void Ia::run()
 		int timeout = -1;
 		{
 			std::lock_guard<std::mutex> lk(mu);
+			loops++;
+			loop_cv.notify_all();
 			if (stop)
 				return;
 			fds.push_back({wake_fd, POLLIN, 0});

@@ -225,10 +225,18 @@ struct Ia : Obj {
 	std::list<std::shared_ptr<Conn>> pending;	/* (mu) passive, no EP yet */
 	int wake_fd = -1;
 	bool stop = false;		/* (mu) */
+	uint64_t loops = 0;		/* (mu) poll sets built so far */
+	std::condition_variable loop_cv;	/* loops advanced (with mu) */
 	std::thread progress;
 
 	void wake();
 	void run();	/* the progress engine */
+	/*
+	 * Wait until the progress engine has rebuilt its poll set after
+	 * `since` (an earlier value of loops): it then holds no reference
+	 * to endpoints unlinked before, so their descriptors are closed.
+	 */
+	void sync_progress(uint64_t since);
 };
 
 /* ---- shared helpers (dapl_scif.cpp) ---------------------------------- */
