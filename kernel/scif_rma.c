@@ -261,6 +261,8 @@ static long scif_rma_register(struct scif_endpt *ep, struct scif_rma_ep *rma,
 	if (!err) {
 		win->offset = off;
 		scif_window_insert(rma, win);
+		/* ours until out_offset is written: see below */
+		kref_get(&win->ref);
 	}
 	up_write(&rma->win_lock);
 	if (err) {
@@ -270,13 +272,24 @@ static long scif_rma_register(struct scif_endpt *ep, struct scif_rma_ep *rma,
 
 	if (put_user((s64)off, (s64 __user *)(uarg +
 		     offsetof(struct scifioctl_reg, out_offset)))) {
+		/*
+		 * Undo.  The window was visible meanwhile: another thread may
+		 * have unregistered it already (hence our own reference), and
+		 * the peer may have mapped it, so zap before the pages go.
+		 */
 		down_write(&rma->win_lock);
-		rb_erase(&win->node, &rma->windows);
-		rma->nwindows--;
+		if (!RB_EMPTY_NODE(&win->node)) {
+			rb_erase(&win->node, &rma->windows);
+			RB_CLEAR_NODE(&win->node);
+			rma->nwindows--;
+			scif_rma_zap(rma, win->offset, win->len);
+			scif_window_put(win);
+		}
 		up_write(&rma->win_lock);
 		scif_window_put(win);
 		return -EFAULT;
 	}
+	scif_window_put(win);
 	return 0;
 
 free_pages:
