@@ -59,6 +59,13 @@ static void scif_vm_close(struct vm_area_struct *vma)
 	scif_ep_put(vma->vm_private_data);
 }
 
+/* SCIF_PROT_* a window needs for the access @vma allows. */
+static int scif_vma_prot(struct vm_area_struct *vma)
+{
+	return ((vma->vm_flags & VM_READ) ? SCIF_PROT_READ : 0) |
+	       ((vma->vm_flags & VM_WRITE) ? SCIF_PROT_WRITE : 0);
+}
+
 static vm_fault_t scif_vm_fault(struct vm_fault *vmf)
 {
 	struct vm_area_struct *vma = vmf->vma;
@@ -67,6 +74,7 @@ static vm_fault_t scif_vm_fault(struct vm_fault *vmf)
 	struct scif_rma_ep *owner;
 	struct scif_window *w;
 	vm_fault_t ret = VM_FAULT_SIGBUS;
+	int need = scif_vma_prot(vma);
 
 	if (scif_ep_get_peer(vma->vm_private_data, &peer))
 		return VM_FAULT_SIGBUS;
@@ -75,7 +83,12 @@ static vm_fault_t scif_vm_fault(struct vm_fault *vmf)
 		goto put;
 	down_read(&owner->win_lock);
 	w = owner->dead ? NULL : scif_window_lookup(owner, off);
-	if (w && (!(vma->vm_flags & VM_WRITE) || (w->prot & SCIF_PROT_WRITE)))
+	/*
+	 * The window found now may not be the one checked at mmap time (it
+	 * can be unregistered and another registered at the same offset):
+	 * check its protection again.
+	 */
+	if (w && (w->prot & need) == need)
 		ret = vmf_insert_pfn(vma, vmf->address,
 				     page_to_pfn(w->pages[(off - w->offset) >>
 							  PAGE_SHIFT]));
@@ -124,8 +137,7 @@ int scif_rma_mmap(struct scif_endpt *ep, struct vm_area_struct *vma)
 		}
 		prot &= w->prot;
 	}
-	if (!err && (((vma->vm_flags & VM_WRITE) && !(prot & SCIF_PROT_WRITE)) ||
-		     ((vma->vm_flags & VM_READ) && !(prot & SCIF_PROT_READ))))
+	if (!err && (prot & scif_vma_prot(vma)) != scif_vma_prot(vma))
 		err = -EACCES;
 	if (!err) {
 		mutex_lock(&owner->mmap_mutex);
