@@ -51,13 +51,18 @@ out_dbg:
 
 static void __exit scif_exit(void)
 {
-	/* no file is open (module reference), so no endpoint is left */
+	/*
+	 * No file is open (module reference), so no endpoint can be created
+	 * any more.  Endpoints may still be referenced by asynchronous RMAs
+	 * queued before their file was closed: scif_rma_exit() drains them
+	 * (and the registration cache's deferred frees) before the check.
+	 */
 	scif_nodes_exit();
+	scif_rma_exit();
 	if (!list_empty(&scif_eps))
 		pr_err("scif: endpoints leaked at exit\n");
 	if (!xa_empty(&scif_accept_xa))
 		pr_err("scif: accept handles leaked at exit\n");
-	scif_rma_exit();
 	scif_debugfs_exit();
 }
 
