@@ -166,7 +166,12 @@ static int scif_alloc_offset(struct scif_rma_ep *rma, u64 len, u64 *out)
 	return 0;
 }
 
-static int scif_charge(struct mm_struct *mm, unsigned long npages)
+/*
+ * Charge @npages long-term pinned pages to @mm->pinned_vm, failing with
+ * ENOMEM past RLIMIT_MEMLOCK unless the caller has CAP_IPC_LOCK.  Process
+ * context of the pinning task.
+ */
+int scif_charge(struct mm_struct *mm, unsigned long npages)
 {
 	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
 	u64 now = atomic64_add_return(npages, &mm->pinned_vm);

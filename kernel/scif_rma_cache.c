@@ -31,11 +31,13 @@ static void scif_rcache_free_work(struct work_struct *work)
 	struct scif_rcache_entry *e =
 		container_of(work, struct scif_rcache_entry, free_work);
 
-	mmu_interval_notifier_remove(&e->mni);
 	if (e->pages) {
 		scif_unpin_user(e->pages, e->npages, e->write);
 		kvfree(e->pages);
 	}
+	/* the notifier keeps e->mm until it is removed */
+	atomic64_sub(e->charged, &e->mm->pinned_vm);
+	mmu_interval_notifier_remove(&e->mni);
 	kfree(e);
 }
 
@@ -102,15 +104,25 @@ struct scif_rcache_entry *scif_rcache_get(struct scif_rma_ep *rma,
 	}
 	spin_unlock(&scif_rcache_lock);
 
-	e = kzalloc(sizeof(*e), GFP_KERNEL);
+	e = kzalloc(sizeof(*e), GFP_KERNEL_ACCOUNT);
 	if (!e)
 		return NULL;
+	/*
+	 * A cached range stays pinned after the transfer: charge it like a
+	 * window.  Past RLIMIT_MEMLOCK it is simply not cached (the caller
+	 * pins it for this transfer only).
+	 */
+	if (scif_charge(mm, npages)) {
+		kfree(e);
+		return NULL;
+	}
+	e->charged = npages;
+	e->mm = mm;
 	e->pages = kvmalloc_array(npages, sizeof(*e->pages),
 				  GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 	if (!e->pages)
 		goto free;
 	e->rma = rma;
-	e->mm = mm;
 	e->start = start;
 	e->npages = npages;
 	e->write = write;
@@ -154,6 +166,7 @@ remove:
 	scif_rcache_free_work(&e->free_work);
 	return NULL;
 free:
+	atomic64_sub(e->charged, &mm->pinned_vm);
 	kvfree(e->pages);
 	kfree(e);
 	return NULL;

@@ -78,6 +78,7 @@ struct scif_rcache_entry {
 	struct mm_struct *mm;		/* mmgrab()ed by the notifier */
 	unsigned long start;		/* page aligned user address */
 	unsigned long npages;
+	unsigned long charged;		/* pages charged to mm->pinned_vm */
 	bool write;			/* pinned with FOLL_WRITE */
 	bool valid;			/* cleared by the MMU notifier */
 	bool linked;			/* on the entries list */
@@ -201,6 +202,9 @@ struct scif_rcache_entry *scif_rcache_get(struct scif_rma_ep *rma,
 					  unsigned long npages, bool write);
 void scif_rcache_put(struct scif_rcache_entry *e);
 void scif_rcache_release(struct scif_rma_ep *rma);
+
+/* RLIMIT_MEMLOCK accounting of long-term pins (windows, cache entries). */
+int scif_charge(struct mm_struct *mm, unsigned long npages);
 
 /* Pins: counted in scif_rma_pinned_pages. */
 int scif_pin_user(unsigned long start, unsigned long npages,
