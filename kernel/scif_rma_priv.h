@@ -35,10 +35,14 @@
  * A registered window: npages pinned pages of one process, visible at
  * [offset, offset + len) of the owner's registered address space.
  *
- * Life time: kref.  The owner's window tree holds one reference; every RMA,
- * pending fence signal and mmap fault that uses the window takes its own.
- * The last put unpins the pages and uncharges RLIMIT_MEMLOCK, so pages
- * stay valid while any user remains, even after unregistration.
+ * Life time: kref.  The owner's window tree holds one reference; every RMA
+ * and pending fence signal that uses the window takes its own (so does a
+ * registration until it has written out_offset back).  The last put unpins
+ * the pages and uncharges RLIMIT_MEMLOCK, so pages stay valid while any
+ * user remains, even after unregistration.  mmap faults take no reference:
+ * they insert PFNs under the owner's win_lock, and whoever removes a window
+ * from the tree zaps the peer's mapping of it under win_lock (exclusive)
+ * before dropping the tree's reference.
  * All fields except ref and node are immutable after registration; node is
  * protected by the owner's win_lock.
  */
@@ -91,10 +95,30 @@ struct scif_rcache_entry {
  *
  * win_lock (rw_semaphore) protects windows, nwindows and dead; RMA lookups
  * and mmap faults take it shared, registration/unregistration exclusive.
- * fence_lock (spinlock) protects issued, inflight and signals.
- * mmap_lock_m (mutex) protects peer_mapping.
+ * fence_lock (spinlock) protects issued, inflight, ninflight, signals and
+ * disconnected.
+ * mmap_mutex (mutex) protects peer_mapping.
  * The rcache list and count are protected by a global spinlock of
- * scif_rma_cache.c.
+ * scif_rma_cache.c (scif_rcache_lock).
+ *
+ * Lock order (outermost first), beside the core's (scif_ep.h); the RMA
+ * code is never entered with a core spinlock held:
+ *
+ *   mm->mmap_lock            mmap() and page faults of a peer mapping
+ *   win_lock                 at most one endpoint's at a time
+ *   mmap_mutex               zap (unregister/undo under win_lock), mmap
+ *   mapping->i_mmap_rwsem    inside unmap_mapping_range()
+ *   fence_lock, scif_rcache_lock   leaves: nothing is taken inside them
+ *                            and nothing sleeps under them
+ *
+ * scif_dma_rwsem (scif_rma_dma.c) is taken with no RMA lock held: a copy
+ * holds it shared for its duration, only changing the channel (dmaengine's
+ * own locks inside) takes it exclusive.  User memory is pinned
+ * (pin_user_pages_fast, may take mmap_lock) with no RMA lock held.  The
+ * last scif_ep_put() of an endpoint may run scif_rma_ep_release()
+ * (win_lock, mmap_mutex, i_mmap_rwsem) under mmap_lock (vm_ops->close, a
+ * fault's peer reference), under core mutexes, or in the RMA workqueue,
+ * which the order above allows.
  */
 struct scif_rma_ep {
 	struct scif_endpt *ep;		/* back pointer, not counted */
