@@ -118,6 +118,85 @@ static int t_reg_memlock(void)
 	return KSFT_PASS;
 }
 
+/*
+ * Lengths far beyond every window fail with ENXIO before the kernel sizes
+ * anything by them (a 2^40 byte range once made it try a 2 GiB page array,
+ * warn and fail with ENOMEM).
+ */
+static int t_rma_huge(void)
+{
+	struct pair p;
+	uint8_t *u = map_anon(PAGE);
+	const size_t huge = 1ULL << 40;
+
+	REQ(u && mkpair(&p, 0, 0) == 0);
+	REQ(scif_register(p.cli, p.buf + 8 * PAGE, 4 * PAGE, 0x10000, RW, SCIF_MAP_FIXED) == 0x10000);
+	CHECK_ERR(scif_readfrom(p.cli, 0x10000, huge, 0x100000, SCIF_RMA_SYNC), ENXIO);
+	CHECK_ERR(scif_writeto(p.cli, 0x10000, huge, 0x100000, SCIF_RMA_SYNC), ENXIO);
+	CHECK_ERR(scif_readfrom(p.cli, 0x10000, huge, 0x100000, 0), ENXIO);
+	CHECK_ERR(scif_vreadfrom(p.cli, u, huge, 0x100000, SCIF_RMA_SYNC), ENXIO);
+	CHECK_ERR(scif_vwriteto(p.cli, u, huge, 0x100000, SCIF_RMA_SYNC | SCIF_RMA_USECACHE), ENXIO);
+	REQ(scif_writeto(p.cli, 0x10000, 4 * PAGE, 0x100000, SCIF_RMA_SYNC) == 0);
+	return KSFT_PASS;
+}
+
+/*
+ * Pins kept by the registration cache (SCIF_RMA_USECACHE) are long-term
+ * pins: without CAP_IPC_LOCK they must stay within RLIMIT_MEMLOCK, like
+ * windows.  Over the limit the transfer still works, it just is not cached.
+ */
+static int t_cache_memlock(void)
+{
+	int go[2], done[2], st;
+	long long base, with;
+	char c = 0;
+	pid_t pid;
+
+	REQ(dbg_wait("pinned_pages", 0) == 0);
+	base = dbg_counter("pinned_pages");
+	REQ(pipe(go) == 0 && pipe(done) == 0);
+	pid = fork();
+	REQ(pid >= 0);
+	if (pid == 0) {
+		struct rlimit rl = { 16 * PAGE, 16 * PAGE };
+		struct pair p;
+		uint8_t *big = map_anon(64 * PAGE), *src = map_anon(64 * PAGE);
+
+		/* As root: a 64 page window to write to (charged, allowed). */
+		if (!big || !src || mkpair(&p, 0, 0) ||
+		    scif_register(p.srv, big, 64 * PAGE, 0x200000, RW, SCIF_MAP_FIXED) != 0x200000)
+			_exit(3);
+		if (setrlimit(RLIMIT_MEMLOCK, &rl) || setuid(65534))
+			_exit(3);
+		fill(src, 64 * PAGE, 5);
+		if (scif_vwriteto(p.cli, src, 64 * PAGE, 0x200000,
+				  SCIF_RMA_SYNC | SCIF_RMA_USECACHE))
+			_exit(1);
+		if (memcmp(src, big, 64 * PAGE))
+			_exit(2);
+		if (write(done[1], &c, 1) != 1 || read(go[0], &c, 1) != 1)
+			_exit(3);
+		_exit(0);
+	}
+	close(done[1]);
+	close(go[0]);
+	REQ(read(done[0], &c, 1) == 1);
+	/* Windows: 4 (mkpair) + 64 pages; nothing cached past the limit. */
+	with = dbg_counter("pinned_pages") - base;
+	REQ(write(go[1], &c, 1) == 1);
+	REQ(waitpid(pid, &st, 0) == pid);
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		diag("child status %#x (1: transfer failed, 2: data, 3: setup)", st);
+		return KSFT_FAIL;
+	}
+	if (with != 68) {
+		diag("%lld pages pinned, want 68 (the cache pinned past RLIMIT_MEMLOCK)", with);
+		return KSFT_FAIL;
+	}
+	REQ(dbg_wait("pinned_pages", base) == base);
+	return KSFT_PASS;
+}
+
 static int t_unreg(void)
 {
 	struct pair p;
@@ -308,9 +387,11 @@ static const struct scif_test tests[] = {
 	{ "scif_register: EFAULT for unmapped memory", t_reg_efault, 0 },
 	{ "register/RMA: ENOTCONN unconnected, ECONNRESET after peer close", t_reg_conn, 0 },
 	{ "scif_register: ENOMEM past RLIMIT_MEMLOCK without CAP_IPC_LOCK", t_reg_memlock, 0 },
+	{ "scif_register: USECACHE pins stay within RLIMIT_MEMLOCK", t_cache_memlock, 0 },
 	{ "scif_unregister: EINVAL partial, ENXIO no window", t_unreg, 0 },
 	{ "RMA: ENXIO outside windows and across holes", t_rma_enxio, 0 },
 	{ "RMA: EACCES against window protections", t_rma_eacces, 0 },
+	{ "RMA: ENXIO for lengths far beyond every window", t_rma_huge, 0 },
 	{ "RMA: EFAULT bad user memory, EINVAL bad flags", t_rma_efault_einval, 0 },
 	{ "RMA/fence: EBADF, ENOTTY, ENOTCONN for bad endpoints", t_rma_bad_epd, 0 },
 	{ "RMA/fence: ENODEV after the peer's node is lost", t_rma_enodev, 0 },
