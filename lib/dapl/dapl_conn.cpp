@@ -93,7 +93,10 @@ int send_msg(scif_epd_t epd, uint16_t type, uint16_t flags, uint64_t arg,
 		std::memcpy(buf.data() + sizeof(h), a, alen);
 	if (blen)
 		std::memcpy(buf.data() + sizeof(h) + alen, b, blen);
-	return send_all(epd, buf.data(), buf.size());
+	int r = send_all(epd, buf.data(), buf.size());
+	DSC_DBG("epd %d: sent type %u len %zu: %s", epd, type, alen + blen,
+		r ? std::strerror(errno) : "ok");
+	return r;
 }
 
 /* A SEND message gathered from an I/O vector. */
@@ -102,6 +105,7 @@ static int send_iov(scif_epd_t epd, const std::vector<Seg> &segs,
 {
 	uint64_t total = iov_total(segs);
 	MsgHdr h = make_hdr(MSG_SEND, flags, 0, total);
+	DSC_DBG("epd %d: sending SEND len %llu", epd, (unsigned long long)total);
 	if (total <= 65536) {
 		std::vector<uint8_t> buf(sizeof(h) + total);
 		std::memcpy(buf.data(), &h, sizeof(h));
@@ -222,6 +226,9 @@ void conn_lost(Ia *ia, const std::shared_ptr<Conn> &c, bool graceful)
 	c->dead = true;
 	ia->pending.remove(c);
 	Ep *ep = c->owner;
+	DSC_DBG("epd %d: connection lost (%s), ep %p state %d", c->epd(),
+		graceful ? "graceful" : "broken", (void *)ep,
+		ep ? (int)ep->state : -1);
 	if (!ep || ep->conn != c)
 		return;
 	switch (ep->state) {
@@ -652,6 +659,8 @@ DAT_RETURN DAT_API ep_disconnect(DAT_EP_HANDLE h, DAT_CLOSE_FLAGS)
 	std::shared_ptr<Conn> c;
 	{
 		std::lock_guard<std::mutex> lk(ia->mu);
+		DSC_DBG("ep %p: disconnect in state %d", (void *)ep,
+			(int)ep->state);
 		switch (ep->state) {
 		case DAT_EP_STATE_DISCONNECTED:
 			return DAT_SUCCESS;
@@ -691,6 +700,7 @@ DAT_RETURN DAT_API ep_reset(DAT_EP_HANDLE h)
 	std::shared_ptr<Conn> c;
 	{
 		std::lock_guard<std::mutex> lk(ia->mu);
+		DSC_DBG("ep %p: reset in state %d", (void *)ep, (int)ep->state);
 		if (ep->state == DAT_EP_STATE_CONNECTED)
 			c = ep->conn;
 	}
@@ -793,6 +803,8 @@ static DAT_RETURN do_connect(Ep *ep, uint16_t node, bool reachable,
 	auto c = std::make_shared<Conn>(epd);
 	scif_portID dst{node, qual_to_port(qual)};
 	int port = scif_connect(epd, &dst);
+	DSC_DBG("ep %p epd %d: connect to %u:%u: %d (%s)", (void *)ep, epd,
+		dst.node, dst.port, port, port < 0 ? std::strerror(errno) : "ok");
 	if (port < 0) {
 		int e = errno;
 		std::lock_guard<std::mutex> lk(ia->mu);
@@ -1162,6 +1174,8 @@ DAT_RETURN DAT_API cr_accept(DAT_CR_HANDLE h, DAT_EP_HANDLE eph,
 			     body.size());
 	}
 	std::lock_guard<std::mutex> lk(ia->mu);
+	DSC_DBG("ep %p epd %d: accepted (send %d, dead %d, ours %d)", (void *)ep,
+		c->epd(), r, (int)c->dead, (int)(ep->conn == c));
 	if (r || c->dead) {
 		if (ep->conn == c) {
 			ep_drop_conn(ep);
@@ -1495,6 +1509,9 @@ static void got_conn_req(Ia *ia, const std::shared_ptr<Conn> &c, size_t len)
 		return;
 	}
 	c->got_req = true;
+	DSC_DBG("epd %d: connection request on sp %p (qual %llu), evd %p",
+		c->epd(), (void *)c->sp, (unsigned long long)c->sp->qual,
+		(void *)c->sp->evd);
 	peer_add(c.get(), mrs.data(), mrs.size());
 	Sp *sp = c->sp;
 	auto cr = std::make_unique<Cr>();
@@ -1539,6 +1556,8 @@ static void handle_msg(Ia *ia, const std::shared_ptr<Conn> &c,
 	if (c->dead)
 		return;
 	Ep *ep = c->owner;
+	DSC_DBG("epd %d: got type %u len %u, ep %p state %d", c->epd(), h.type,
+		h.len, (void *)ep, ep ? (int)ep->state : -1);
 	switch (h.type) {
 	case MSG_CONN_REQ:
 		got_conn_req(ia, c, h.len);
@@ -1609,6 +1628,8 @@ static void conn_ready(Ia *ia, const std::shared_ptr<Conn> &c)
 			bad = h.len && recv_all(epd, c->rbuf.data(), h.len) != 0;
 		}
 		if (bad) {
+			DSC_DBG("epd %d: receive failed: %s", epd,
+				std::strerror(errno));
 			std::lock_guard<std::mutex> lk(ia->mu);
 			conn_lost(ia, c, false);
 			return;
@@ -1634,6 +1655,8 @@ static void accept_all(Ia *ia, Sp *sp, const std::shared_ptr<ScifEp> &lep)
 			return;
 		auto c = std::make_shared<Conn>(ne);
 		c->peer_id = peer;
+		DSC_DBG("sp %p: accepted epd %d from %u:%u", (void *)sp, ne,
+			peer.node, peer.port);
 		std::lock_guard<std::mutex> lk(ia->mu);
 		if (!sp_alive(ia, sp) || sp->lep != lep)
 			return;	/* c closes the endpoint */

@@ -98,6 +98,8 @@ void evd_post(Evd *evd, const DAT_EVENT &ev_in, bool notify, Credit credit)
 	}
 	DAT_EVENT ev = ev_in;
 	ev.evd_handle = evd;
+	DSC_DBG("evd %p: event 0x%x%s", (void *)evd, (unsigned)ev.event_number,
+		notify ? "" : " (unsignalled)");
 	bool trig = evd->q.push(ev, notify, std::move(credit));
 	if (trig && evd->cno && evd->enabled)
 		evd->cno->trigger(evd);
@@ -737,7 +739,12 @@ static DAT_RETURN DAT_API evd_wait(DAT_EVD_HANDLE h, DAT_TIMEOUT timeout,
 		return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST);
 	if (!ev)
 		return dat_err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG4);
-	return e->q.wait(timeout, threshold, ev, nmore);
+	DSC_DBG("evd %p: wait (timeout %u us, threshold %d)", (void *)e,
+		(unsigned)timeout, (int)threshold);
+	DAT_RETURN r = e->q.wait(timeout, threshold, ev, nmore);
+	DSC_DBG("evd %p: wait returns 0x%x, event 0x%x", (void *)e, (unsigned)r,
+		r == DAT_SUCCESS ? (unsigned)ev->event_number : 0u);
+	return r;
 }
 
 static DAT_RETURN DAT_API evd_set_unwaitable(DAT_EVD_HANDLE h)

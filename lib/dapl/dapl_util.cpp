@@ -5,12 +5,50 @@
  */
 #include "dapl_util.h"
 
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <ctime>
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 namespace daplscif {
+
+bool debug_enabled()
+{
+	static const bool on = [] {
+		const char *v = std::getenv("DAPLSCIF_DEBUG");
+		return v && *v && std::strcmp(v, "0") != 0;
+	}();
+	return on;
+}
+
+void debug_log(const char *fmt, ...)
+{
+	char line[512];
+	timespec ts{};
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	int n = std::snprintf(line, sizeof(line), "daplscif %d/%ld %ld.%06ld: ",
+			      (int)getpid(), (long)syscall(SYS_gettid),
+			      (long)ts.tv_sec, ts.tv_nsec / 1000);
+	if (n < 0 || (size_t)n >= sizeof(line))
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int m = std::vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	if (m < 0)
+		return;
+	size_t len = std::strlen(line);
+	line[len++] = '\n';
+	/* One write per line: lines of concurrent threads stay whole. */
+	ssize_t w = write(STDERR_FILENO, line, len);
+	(void)w;
+}
 
 void node_to_sockaddr(uint16_t node, sockaddr_in *sin)
 {

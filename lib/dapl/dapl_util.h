@@ -139,6 +139,20 @@ constexpr uint32_t kMaxRdma = 0x7fffffffu;
 /* Largest private data accepted by connect, accept and reject. */
 constexpr int kMaxPrivateData = 256;
 
+/*
+ * Debug trace: with DAPLSCIF_DEBUG set (to anything but "0") in the
+ * environment, the provider writes one line per connection step, message
+ * and connection event to stderr, prefixed by "daplscif", the process and
+ * thread ids and a monotonic time stamp.
+ */
+bool debug_enabled();
+void debug_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define DSC_DBG(...)                        \
+	do {                                \
+		if (::daplscif::debug_enabled()) \
+			::daplscif::debug_log(__VA_ARGS__); \
+	} while (0)
+
 } /* namespace daplscif */
 
 #endif /* DAPL_UTIL_H */
