@@ -232,8 +232,17 @@ void conn_lost(Ia *ia, const std::shared_ptr<Conn> &c, bool graceful)
 	if (!ep || ep->conn != c)
 		return;
 	switch (ep->state) {
-	case DAT_EP_STATE_CONNECTED:
 	case DAT_EP_STATE_DISCONNECT_PENDING:
+		/*
+		 * We asked for the disconnect and already told the peer: the
+		 * peer closing its end now (typically because it read our
+		 * DISCONNECT) completes that disconnect.  The consumer waits
+		 * for DISCONNECTED, never BROKEN (dapltest's server gave up
+		 * on a BROKEN here and left every later client hanging).
+		 */
+		graceful = true;
+		[[fallthrough]];
+	case DAT_EP_STATE_CONNECTED:
 		ep->state = DAT_EP_STATE_DISCONNECTED;
 		post_conn_event(ep, graceful ? DAT_CONNECTION_EVENT_DISCONNECTED
 					     : DAT_CONNECTION_EVENT_BROKEN);
