@@ -51,27 +51,6 @@ static int send_all(scif_epd_t epd, const void *p, size_t n)
 	return 0;
 }
 
-static int recv_all(scif_epd_t epd, void *p, size_t n)
-{
-	auto *b = static_cast<uint8_t *>(p);
-	while (n) {
-		int chunk = n > (size_t)INT_MAX ? INT_MAX : (int)n;
-		int r = scif_recv(epd, b, chunk, SCIF_RECV_BLOCK);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		if (r == 0) {
-			errno = ECONNRESET;
-			return -1;
-		}
-		b += r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
-
 static MsgHdr make_hdr(uint16_t type, uint16_t flags, uint64_t arg, size_t len)
 {
 	MsgHdr h{};
@@ -1625,16 +1604,74 @@ static void handle_msg(Ia *ia, const std::shared_ptr<Conn> &c,
 	}
 }
 
-/* Read and handle what a connection has for us (no lock held). */
+/*
+ * Receive without blocking into [p, p + n): bytes read, 0 when nothing is
+ * there now, -1 when the connection is gone (errno set).
+ */
+static ssize_t recv_some(scif_epd_t epd, void *p, size_t n)
+{
+	for (;;) {
+		int chunk = n > (size_t)INT_MAX ? INT_MAX : (int)n;
+		int r = scif_recv(epd, p, chunk, 0);
+		if (r > 0)
+			return r;
+		if (r == 0) {
+			errno = ECONNRESET;
+			return -1;
+		}
+		if (errno == EINTR)
+			continue;
+		return errno == EAGAIN ? 0 : -1;
+	}
+}
+
+/* Largest message body accepted from a peer. */
+constexpr uint32_t kMaxBody = kMaxMessage + (1u << 20);
+
+/*
+ * Read and handle what a connection has for us (no lock held).  Reads
+ * never block: what has arrived of a message stays in the Conn until the
+ * rest comes, so one slow or stopped peer cannot hold up the others, and
+ * IA close (which joins this thread) cannot hang on a peer.
+ */
 static void conn_ready(Ia *ia, const std::shared_ptr<Conn> &c)
 {
 	scif_epd_t epd = c->epd();
 	for (int k = 0; k < 64; k++) {
-		MsgHdr h;
-		bool bad = recv_all(epd, &h, sizeof(h)) != 0 || h.magic != kMagic;
-		if (!bad) {
-			c->rbuf.resize(h.len);
-			bad = h.len && recv_all(epd, c->rbuf.data(), h.len) != 0;
+		ssize_t r;
+		bool bad = false;
+		if (c->rhdr_got < sizeof(MsgHdr)) {
+			r = recv_some(epd,
+				      reinterpret_cast<uint8_t *>(&c->rhdr) +
+					      c->rhdr_got,
+				      sizeof(MsgHdr) - c->rhdr_got);
+			if (r == 0)
+				return;
+			bad = r < 0;
+			if (!bad) {
+				c->rhdr_got += (size_t)r;
+				if (c->rhdr_got < sizeof(MsgHdr))
+					return;
+				bad = c->rhdr.magic != kMagic ||
+				      c->rhdr.len > kMaxBody;
+				if (bad)
+					errno = EPROTO;
+				else
+					c->rbuf.resize(c->rhdr.len);
+				c->rbody_got = 0;
+			}
+		}
+		if (!bad && c->rbody_got < c->rhdr.len) {
+			r = recv_some(epd, c->rbuf.data() + c->rbody_got,
+				      c->rhdr.len - c->rbody_got);
+			if (r == 0)
+				return;
+			bad = r < 0;
+			if (!bad) {
+				c->rbody_got += (size_t)r;
+				if (c->rbody_got < c->rhdr.len)
+					return;
+			}
 		}
 		if (bad) {
 			DSC_DBG("epd %d: receive failed: %s", epd,
@@ -1643,14 +1680,12 @@ static void conn_ready(Ia *ia, const std::shared_ptr<Conn> &c)
 			conn_lost(ia, c, false);
 			return;
 		}
+		MsgHdr h = c->rhdr;
+		c->rhdr_got = 0;
+		c->rbody_got = 0;
 		handle_msg(ia, c, h);
-		{
-			std::lock_guard<std::mutex> lk(ia->mu);
-			if (c->dead)
-				return;
-		}
-		pollfd p{scif_get_fd(epd), POLLIN, 0};
-		if (poll(&p, 1, 0) <= 0 || !(p.revents & POLLIN))
+		std::lock_guard<std::mutex> lk(ia->mu);
+		if (c->dead)
 			return;
 	}
 }
@@ -1695,6 +1730,17 @@ void Ia::run()
 				return;
 			fds.push_back({wake_fd, POLLIN, 0});
 			items.push_back({nullptr, nullptr, nullptr});
+			auto now = std::chrono::steady_clock::now();
+			auto until = [&](std::chrono::steady_clock::time_point t) {
+				long long ms = std::chrono::duration_cast<
+						       std::chrono::milliseconds>(
+						       t - now)
+						       .count() + 1;
+				if (ms < 0)
+					ms = 0;
+				if (timeout < 0 || ms < timeout)
+					timeout = (int)ms;
+			};
 			for (Sp *sp : sps) {
 				fds.push_back({scif_get_fd(sp->lep->epd), POLLIN, 0});
 				items.push_back({sp, sp->lep, nullptr});
@@ -1705,22 +1751,13 @@ void Ia::run()
 				fds.push_back({scif_get_fd(c->epd()), POLLIN, 0});
 				items.push_back({nullptr, nullptr, c});
 			}
-			auto now = std::chrono::steady_clock::now();
 			for (Ep *ep : eps) {
 				if (!ep->conn || ep->conn->dead)
 					continue;
 				fds.push_back({scif_get_fd(ep->conn->epd()), POLLIN, 0});
 				items.push_back({nullptr, nullptr, ep->conn});
-				if (!ep->has_deadline)
-					continue;
-				auto ms = std::chrono::duration_cast<
-						  std::chrono::milliseconds>(
-						  ep->deadline - now)
-						  .count() + 1;
-				if (ms < 0)
-					ms = 0;
-				if (timeout < 0 || ms < timeout)
-					timeout = (int)ms;
+				if (ep->has_deadline)
+					until(ep->deadline);
 			}
 		}
 		int n = poll(fds.data(), fds.size(), timeout);

@@ -96,7 +96,15 @@ struct Conn {
 	std::map<uint32_t, PeerMr> peer;	/* regions the peer offered */
 	std::map<uint32_t, LocalWin> wins;	/* our regions' windows here */
 	scif_portID peer_id{};
-	std::vector<uint8_t> rbuf;	/* progress thread only */
+	/*
+	 * Progress thread only: the message being received.  It is read
+	 * without blocking, as it arrives, so a peer that stops half way
+	 * through a message never stalls the progress engine.
+	 */
+	MsgHdr rhdr{};
+	size_t rhdr_got = 0;		/* header bytes in rhdr */
+	size_t rbody_got = 0;		/* body bytes in rbuf */
+	std::vector<uint8_t> rbuf;
 	scif_epd_t epd() const { return ep->epd; }
 };
 

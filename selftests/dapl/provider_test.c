@@ -24,6 +24,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <unistd.h>
+#include <scif.h>
 
 #include "../lib/ksft.h"
 #include "dapl_env.h"
@@ -598,6 +599,56 @@ static void test_peer_death(void)
 	side_close(&b);
 }
 
+/*
+ * A peer that connects at the SCIF level and sends only part of a message
+ * header must not hold up the progress engine: a proper connection request
+ * to the same PSP still arrives, the PSP can be freed (that waits for the
+ * progress engine) and the IA closes.
+ */
+static void test_stalled_peer(void)
+{
+	struct side s, t;
+	DAT_EVENT ev;
+	const DAT_CONN_QUAL qual = QUAL_BASE + 20;
+	int ok = 0, raw_ok = 0;
+	scif_epd_t raw = SCIF_OPEN_FAILED;
+
+	if (!side_open(&s, NULL) || !side_open(&t, NULL) ||
+	    dat_psp_create(s.ia, qual, s.cr, DAT_PSP_CONSUMER_FLAG, &s.psp)) {
+		ksft_test_result_fail("stalled peer: setup");
+		goto out;
+	}
+	uint16_t self = 0, nodes[1];
+	if (scif_get_nodeIDs(nodes, 1, &self) < 0)
+		goto result;
+	raw = scif_open();
+	struct scif_portID dst = { self, (uint16_t)(1024 + qual) };
+	/* 10 of the 24 header bytes ("DSC1" magic, type CONN_REQ, ...) */
+	static const unsigned char part[10] = { 0x31, 0x43, 0x53, 0x44, 1 };
+	raw_ok = raw != SCIF_OPEN_FAILED && scif_connect(raw, &dst) >= 0 &&
+		 scif_send(raw, (void *)part, sizeof(part), SCIF_SEND_BLOCK) ==
+			 (int)sizeof(part);
+	usleep(200000);	/* let the progress engine read the fragment */
+	if (dat_ep_connect(t.ep, ia_addr(&s), qual, T5S, 0, NULL,
+			   DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG) ||
+	    wait_ev(s.cr, &ev) != DAT_CONNECTION_REQUEST_EVENT)
+		goto result;
+	if (dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, s.ep,
+			  0, NULL) ||
+	    wait_ev(t.conn, &ev) != DAT_CONNECTION_EVENT_ESTABLISHED)
+		goto result;
+	ok = dat_psp_free(s.psp) == DAT_SUCCESS;
+	s.psp = DAT_HANDLE_NULL;
+result:
+	ksft_test_result(raw_ok && ok,
+			 "a peer stalled inside a message header does not stall other connections");
+out:
+	if (raw != SCIF_OPEN_FAILED)
+		scif_close(raw);
+	side_close(&s);
+	side_close(&t);
+}
+
 int main(int argc, char **argv)
 {
 	struct side a, b;
@@ -620,7 +671,7 @@ int main(int argc, char **argv)
 	attr.max_rdma_write_iov = 4;
 	if (!side_open(&a, &attr) || !side_open(&b, NULL))
 		return ksft_exit_skip_all("cannot open the " IA_NAME " IA");
-	ksft_set_plan(31);
+	ksft_set_plan(32);
 
 	int ok = dat_ia_query(a.ia, NULL, DAT_IA_FIELD_ALL, &ia_attr,
 			      DAT_PROVIDER_FIELD_ALL, &pa) == DAT_SUCCESS;
@@ -672,5 +723,6 @@ int main(int argc, char **argv)
 	side_close(&a);
 	side_close(&b);
 	test_peer_death();
+	test_stalled_peer();
 	return ksft_exit();
 }
