@@ -1695,8 +1695,28 @@ static void accept_all(Ia *ia, Sp *sp, const std::shared_ptr<ScifEp> &lep)
 	for (;;) {
 		scif_portID peer{};
 		scif_epd_t ne = SCIF_OPEN_FAILED;
-		if (scif_accept(lep->epd, &peer, &ne, 0) < 0)
+		if (scif_accept(lep->epd, &peer, &ne, 0) < 0) {
+			int e = errno;
+			if (e == EINTR)
+				continue;
+			if (e == EAGAIN || e == EWOULDBLOCK)
+				return;
+			DSC_DBG("sp %p: accept failed: %s", (void *)sp,
+				std::strerror(e));
+			std::lock_guard<std::mutex> lk(ia->mu);
+			if (!sp_alive(ia, sp) || sp->lep != lep)
+				return;
+			if (e == EMFILE || e == ENFILE || e == ENOMEM ||
+			    e == ENOBUFS) {
+				/* The request stays queued: retry later. */
+				sp->backoff = true;
+				sp->retry_at = std::chrono::steady_clock::now() +
+					       std::chrono::milliseconds(100);
+			} else {
+				sp->listen_failed = true;
+			}
 			return;
+		}
 		auto c = std::make_shared<Conn>(ne);
 		c->peer_id = peer;
 		DSC_DBG("sp %p: accepted epd %d from %u:%u", (void *)sp, ne,
@@ -1742,6 +1762,15 @@ void Ia::run()
 					timeout = (int)ms;
 			};
 			for (Sp *sp : sps) {
+				if (sp->listen_failed)
+					continue;
+				if (sp->backoff) {
+					if (now < sp->retry_at) {
+						until(sp->retry_at);
+						continue;
+					}
+					sp->backoff = false;
+				}
 				fds.push_back({scif_get_fd(sp->lep->epd), POLLIN, 0});
 				items.push_back({sp, sp->lep, nullptr});
 			}

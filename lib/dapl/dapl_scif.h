@@ -207,6 +207,14 @@ struct Sp : Obj {
 	DAT_PSP_FLAGS flags = DAT_PSP_CONSUMER_FLAG;
 	Ep *ep = nullptr;		/* RSP: the reserved EP */
 	std::shared_ptr<ScifEp> lep;
+	/*
+	 * (mu) The progress engine stops polling a listener whose accept
+	 * failed for good (node gone), and pauses one that ran out of
+	 * descriptors or memory until retry_at, instead of spinning on it.
+	 */
+	bool listen_failed = false;
+	bool backoff = false;
+	std::chrono::steady_clock::time_point retry_at;
 };
 
 struct Cr : Obj {
