@@ -72,3 +72,5 @@ module_exit(scif_exit);
 MODULE_LICENSE("GPL");
 MODULE_DESCRIPTION("openscif: SCIF endpoints, messaging and RMA");
 MODULE_AUTHOR("openscif contributors");
+/* Gives the module a srcversion, which tools/vmrun checks against the .ko. */
+MODULE_VERSION("0.1.0");

@@ -319,3 +319,4 @@ module_init(swdma_init);
 module_exit(swdma_exit);
 MODULE_DESCRIPTION("openscif test: software dmaengine DMA_MEMCPY channel");
 MODULE_LICENSE("GPL");
+MODULE_VERSION("0.1.0");
