@@ -325,6 +325,7 @@ struct connect_job {
     struct scif_portID dst;
     int ret;
     int err;
+    volatile int done; /* set (release) once ret/err are final */
 };
 
 static inline void *connect_thread(void *arg)
@@ -334,6 +335,7 @@ static inline void *connect_thread(void *arg)
     errno = 0;
     j->ret = scif_connect(j->epd, &j->dst);
     j->err = errno;
+    __atomic_store_n(&j->done, 1, __ATOMIC_RELEASE);
     return NULL;
 }
 
@@ -362,16 +364,35 @@ static inline int connect_pair(int snode, int cnode, int *server, int *client)
     }
     job.dst.node = (uint16_t)snode;
     job.dst.port = port;
+    job.done = 0;
     if (pthread_create(&th, NULL, connect_thread, &job)) {
         close(lep);
         close(job.epd);
         return -1;
     }
-    r = scif_accept(lep, &peer, server, SCIF_ACCEPT_SYNC);
+    /*
+     * Wait for the request without blocking in accept: if the connect fails
+     * (e.g. ENODEV) no request ever arrives and a blocking accept would hang
+     * the test.  The 60 s bound only catches a hang; it is no timing check.
+     */
+    r = -1;
+    errno = ETIMEDOUT;
+    for (int waited = 0; waited < 600; waited++) {
+        struct pollfd pfd = {.fd = lep, .events = POLLIN};
+
+        if (poll(&pfd, 1, 100) > 0) {
+            r = scif_accept(lep, &peer, server, SCIF_ACCEPT_SYNC);
+            break;
+        }
+        if (__atomic_load_n(&job.done, __ATOMIC_ACQUIRE) && job.ret < 0) {
+            errno = ECONNABORTED;
+            break;
+        }
+    }
     if (r < 0)
         diag("accept on node %d: %s", snode, strerror(errno));
+    close(lep); /* a connector still waiting gets ECONNREFUSED, so join returns */
     pthread_join(th, NULL);
-    close(lep);
     if (job.ret < 0)
         diag("connect %d -> %d:%u: %s", cnode, snode, port, strerror(job.err));
     if (r < 0 || job.ret < 0) {
