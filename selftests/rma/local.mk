@@ -6,6 +6,7 @@ RMA_PROGS = \
 	rma/data_test \
 	rma/errno_test \
 	rma/fence_test \
+	rma/fork_test \
 	rma/mmap_test \
 	rma/teardown_test
 noinst_PROGRAMS += $(RMA_PROGS)
@@ -18,6 +19,8 @@ rma_errno_test_SOURCES = rma/errno_test.c
 rma_errno_test_LDADD = $(SELFTEST_LDADD)
 rma_fence_test_SOURCES = rma/fence_test.c
 rma_fence_test_LDADD = $(SELFTEST_LDADD)
+rma_fork_test_SOURCES = rma/fork_test.c
+rma_fork_test_LDADD = $(SELFTEST_LDADD)
 rma_mmap_test_SOURCES = rma/mmap_test.c
 rma_mmap_test_LDADD = $(SELFTEST_LDADD)
 rma_teardown_test_SOURCES = rma/teardown_test.c
