@@ -11,14 +11,22 @@
 #define WLEN (4 * PAGE)
 #define RW (SCIF_PROT_READ | SCIF_PROT_WRITE)
 
-/* Server registers buf as a RW window at WOFF; the client reads it back. */
-static int setup(int *srv, int *cli, uint8_t **buf)
+/*
+ * Server registers buf as a RW window at WOFF, filled with a pattern; *want
+ * (if asked for) is a private copy of that pattern.
+ */
+static int setup(int *srv, int *cli, uint8_t **buf, uint8_t **want)
 {
 	REQ(connect_pair(0, peer_node(), srv, cli) == 0);
 	*buf = map_anon(WLEN);
 	REQ(*buf);
 	fill(*buf, WLEN, 1);
 	REQ(scif_register(*srv, *buf, WLEN, WOFF, RW, SCIF_MAP_FIXED) == WOFF);
+	if (want) {
+		*want = map_anon(WLEN);
+		REQ(*want);
+		memcpy(*want, *buf, WLEN);
+	}
 	return 0;
 }
 
@@ -47,10 +55,7 @@ static int t_child_writes_private(void)
 	uint8_t *buf, *want;
 	pid_t pid;
 
-	REQ(setup(&srv, &cli, &buf) == 0);
-	want = map_anon(WLEN);
-	REQ(want);
-	memcpy(want, buf, WLEN);
+	REQ(setup(&srv, &cli, &buf, &want) == 0);
 
 	pid = fork();
 	REQ(pid >= 0);
@@ -87,10 +92,7 @@ static int t_child_rma_inherited_endpoint(void)
 	uint8_t *buf, *want;
 	pid_t pid;
 
-	REQ(setup(&srv, &cli, &buf) == 0);
-	want = map_anon(WLEN);
-	REQ(want);
-	memcpy(want, buf, WLEN);
+	REQ(setup(&srv, &cli, &buf, &want) == 0);
 
 	pid = fork();
 	REQ(pid >= 0);
@@ -115,7 +117,7 @@ static int t_counters_after_fork(void)
 	uint8_t *buf;
 	pid_t pid;
 
-	REQ(setup(&srv, &cli, &buf) == 0);
+	REQ(setup(&srv, &cli, &buf, NULL) == 0);
 	pid = fork();
 	REQ(pid >= 0);
 	if (pid == 0)
