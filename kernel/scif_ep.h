@@ -201,7 +201,7 @@ static inline u32 scif_ring_space(const struct scif_ring *r)
 }
 
 /* scif_ports.c */
-int scif_port_bind(struct scif_endpt *ep, int pn);
+int scif_port_bind(struct scif_endpt *ep, u16 pn);
 void scif_port_unbind(struct scif_endpt *ep);
 void scif_port_unbind_if(struct scif_endpt *ep, u16 port);
 

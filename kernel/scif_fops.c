@@ -45,6 +45,11 @@ static int scif_fop_release(struct inode *inode, struct file *file)
 	return 0;
 }
 
+/*
+ * The port is read as an int but only its low 16 bits count, as in the
+ * Linux 5.9 driver: MPSS libscif passes the address of a 16-bit variable,
+ * so the upper half is whatever the caller's stack held.
+ */
 static long scif_ioctl_bind(struct scif_endpt *ep, int __user *argp)
 {
 	int pn, port;
@@ -52,7 +57,7 @@ static long scif_ioctl_bind(struct scif_endpt *ep, int __user *argp)
 	if (get_user(pn, argp))
 		return -EFAULT;
 	mutex_lock(&ep->mutex);
-	port = scif_port_bind(ep, pn);
+	port = scif_port_bind(ep, (u16)pn);
 	mutex_unlock(&ep->mutex);
 	if (port < 0)
 		return port;

@@ -9,7 +9,7 @@
 #include "scif_ep.h"
 
 /* Bind @ep to @pn (0: any free port).  ep->mutex held.  Returns the port. */
-int scif_port_bind(struct scif_endpt *ep, int pn)
+int scif_port_bind(struct scif_endpt *ep, u16 pn)
 {
 	struct scif_node *node = ep->node;
 	enum scif_ep_state st;
@@ -30,8 +30,6 @@ int scif_port_bind(struct scif_endpt *ep, int pn)
 	default:
 		return -EISCONN;
 	}
-	if (pn < 0 || pn > SCIF_PORT_MAX)
-		return -EINVAL;
 	if (pn && pn < SCIF_ADMIN_PORT_END && !capable(CAP_SYS_ADMIN))
 		return -EACCES;
 

@@ -98,6 +98,26 @@ static int t_bind_8byte(void)
     return KSFT_PASS;
 }
 
+/*
+ * MPSS libscif passes the address of a 16-bit port: the upper half of the
+ * 4 bytes the driver reads is stack garbage.  As in the 5.9 driver only the
+ * low 16 bits count, and the whole int is written back.
+ */
+static int t_bind_16bit(void)
+{
+    int a = dev_open(), b = dev_open();
+    uint32_t port = 0xdead0000u | 3001u;
+    int32_t neg = -1; /* 0xffffffff: port 65535 */
+
+    CHECK_OK(a);
+    CHECK_OK(b);
+    CHECK_OK(ioctl(a, SCIF_BIND, &port));
+    CHECK(port == 3001, "BIND 0xdead0000|3001 wrote back %#x", port);
+    CHECK_OK(ioctl(b, SCIF_BIND, &neg));
+    CHECK(neg == 65535, "BIND 0xffffffff wrote back %#x", (unsigned)neg);
+    return KSFT_PASS;
+}
+
 static int t_bad_pointers(void)
 {
     int fd = dev_open(), l = dev_open();
@@ -406,6 +426,7 @@ static const struct scif_test tests[] = {
     {"unknown ioctl numbers: ENOTTY", t_unknown, 0},
     {"SCIF_BIND with a 4-byte buffer at the end of a page", t_bind_4byte, 0},
     {"SCIF_BIND with an 8-byte argument uses the low 4 bytes", t_bind_8byte, 0},
+    {"SCIF_BIND uses the low 16 bits of the port (garbage upper half)", t_bind_16bit, 0},
     {"NULL and unmapped argument pointers: EFAULT", t_bad_pointers, 0},
     {"SCIF_GET_NODEIDS with bad inner pointers: EFAULT, bad len: EINVAL", t_nodeids_bad, 0},
     {"raw ioctl connection: ACCEPTREQ gives an opaque handle, ACCEPTREG uses it once",
