@@ -349,6 +349,21 @@ static const char *size_str(int size, char *buf, size_t len)
     return buf;
 }
 
+/* The module's per-endpoint queue size, as text ("unknown" if unreadable). */
+static const char *ring_size(char *buf, size_t len)
+{
+    FILE *f = fopen("/sys/module/scif/parameters/ring_size", "r");
+    int v = 0;
+
+    if (!f || fscanf(f, "%d", &v) != 1 || v <= 0)
+        snprintf(buf, len, "unknown");
+    else
+        size_str(v, buf, len);
+    if (f)
+        fclose(f);
+    return buf;
+}
+
 static void usage(const char *prog)
 {
     fprintf(stderr,
@@ -369,7 +384,7 @@ int main(int argc, char **argv)
     uint16_t nodes[32], self = 0;
     struct utsname u;
     double lat[3];
-    char sbuf[32];
+    char sbuf[32], rbuf[32];
     int online;
 
     while ((opt = getopt(argc, argv, "T:n:r:s:c:h")) != -1) {
@@ -421,8 +436,9 @@ int main(int argc, char **argv)
     printf("openscif messaging benchmark: SCIF endpoints vs a UNIX-socket pair, one run\n");
     printf("kernel %s, %ld CPUs, %d SCIF nodes online; two threads of one process;\n", u.release,
            sysconf(_SC_NPROCESSORS_ONLN), online);
-    printf("each figure is the median of %d runs of %.2f s; threads %s\n\n", runs, budget,
+    printf("each figure is the median of %d runs of %.2f s; threads %s\n", runs, budget,
            cpu >= 0 ? "pinned to one CPU" : "placed by the scheduler");
+    printf("per-endpoint queue (module parameter ring_size): %s\n\n", ring_size(rbuf, sizeof(rbuf)));
 
     printf("8-byte message round trip (us, lower is better)\n");
     printf("  %-22s %12s %12s %10s\n", "path", "SCIF", "UNIX", "SCIF/UNIX");

@@ -12,9 +12,9 @@ static unsigned int nodes = 1;
 module_param(nodes, uint, 0444);
 MODULE_PARM_DESC(nodes, "number of emulated coprocessor nodes /dev/scif1..N (0-16, default 1)");
 
-unsigned int scif_ring_size = 65536;
+unsigned int scif_ring_size = 4096;
 module_param_named(ring_size, scif_ring_size, uint, 0444);
-MODULE_PARM_DESC(ring_size, "bytes of the receive ring of each connected endpoint (power of two, 4096-4194304, default 65536)");
+MODULE_PARM_DESC(ring_size, "bytes of the receive ring of each connected endpoint (power of two, 4096-4194304, default 4096 as Intel's SCIF_ENDPT_QP_SIZE)");
 
 static int __init scif_init(void)
 {

@@ -122,6 +122,32 @@ static int t_send_partial(void)
     return KSFT_PASS;
 }
 
+/*
+ * The per-endpoint queue is Intel's SCIF_ENDPT_QP_SIZE (4 KiB) unless the
+ * module was loaded with ring_size: a non-blocking send into an empty
+ * queue takes exactly that much.
+ */
+static int t_queue_size(void)
+{
+    const char *params = getenv("SCIF_VM_PARAMS");
+    unsigned char *buf = calloc(1, 65536);
+    unsigned long ring = 0;
+    FILE *f = fopen("/sys/module/scif/parameters/ring_size", "r");
+    int s, c, sent;
+
+    CHECK(buf, "calloc");
+    CHECK(f && fscanf(f, "%lu", &ring) == 1, "read /sys/module/scif/parameters/ring_size");
+    fclose(f);
+    if (!params || !strstr(params, "ring_size"))
+        CHECK(ring == 4096, "default ring_size is %lu, not 4096", ring);
+    CHECK(connect_pair(0, 0, &s, &c) == 0, "connect_pair");
+    sent = scif_send(c, buf, 65536, 0);
+    CHECK(sent == (int)(ring < 65536 ? ring : 65536),
+          "non-blocking send of 64 KiB into an empty queue moved %d bytes (ring_size %lu)", sent,
+          ring);
+    return KSFT_PASS;
+}
+
 /* The peer reads what was queued before close, then gets ECONNRESET. */
 static int t_close_drain(void)
 {
@@ -390,6 +416,8 @@ static const struct scif_test tests[] = {
     {"send/recv of 0 bytes return 0", t_zero_len, 0},
     {"recv without SCIF_RECV_BLOCK returns what is queued", t_recv_partial, 0},
     {"send without SCIF_SEND_BLOCK moves what fits", t_send_partial, 0},
+    {"queue size: 4 KiB by default (ring_size), a non-blocking send takes that much",
+     t_queue_size, 0},
     {"peer close: queued data is read first, then ECONNRESET", t_close_drain, 0},
     {"blocking recv collects bytes sent in pieces", t_block_pieces, 0},
     {"byte stream, random sizes to 1 MiB, 3 connections both ways, node 0 <-> 0",
