@@ -6,6 +6,8 @@
  * A child process owns the remote memory: it registers a 64 MiB window on
  * a SCIF endpoint (node 0 loopback, or SCIF_NODE for the child via
  * RMA_BENCH_PEER_NODE) and also serves as the target of process_vm_readv.
+ * Loopback within a node is always a CPU copy (as in Intel's driver), so
+ * the DMA columns need another node (RMA_BENCH_PEER_NODE=1).
  * The parent measures, for 4 KiB .. 64 MiB:
  *   scif_vreadfrom, scif_readfrom, scif_vwriteto (CPU: SCIF_RMA_USECPU,
  *   DMA: the module's dmaengine channel, "n/a" when it has none),

@@ -138,6 +138,17 @@ static struct dma_chan *scif_dma_chan_get(void)
 	return scif_dma.chan;
 }
 
+/* Is there a DMA channel to submit to now (requesting one if due)? */
+bool scif_dma_available(void)
+{
+	bool have;
+
+	down_read(&scif_dma_rwsem);
+	have = scif_dma_chan_get();
+	up_read(&scif_dma_rwsem);
+	return have;
+}
+
 struct scif_dma_map {
 	dma_addr_t s, d;
 	u32 len;

@@ -170,6 +170,7 @@ struct scif_xfer {
 	struct scif_rma_ep *rma;	/* initiator's */
 	struct scif_rma_ep *peer_rma;
 	int flags;
+	bool dma;			/* the DMA engine may move the data */
 	size_t len;
 	struct scif_pgvec src;
 	struct scif_pgvec dst;
@@ -213,6 +214,7 @@ void scif_copy_cpu(struct scif_pgvec *dst, struct scif_pgvec *src,
 		   size_t off, size_t len);
 int scif_copy_dma(struct scif_pgvec *dst, struct scif_pgvec *src,
 		  size_t off, size_t len);
+bool scif_dma_available(void);
 int scif_dma_init(struct dentry *dbg);
 void scif_dma_exit(void);
 

@@ -5,8 +5,11 @@
  * SCIF_FENCE_SIGNAL).
  *
  * A transfer is validated and its pages are collected (window pages and,
- * for the v* calls, pinned user pages) in the caller's context; the data
- * then moves either right there (SCIF_RMA_SYNC) or in a work item.  Every
+ * for the v* calls, pinned user pages) in the caller's context.  As in
+ * Intel's driver, whatever the CPU moves (SCIF_RMA_USECPU, loopback within
+ * a node, no DMA channel, short transfers) is copied right there and is
+ * complete when the call returns; only a transfer the DMA engine moves
+ * without SCIF_RMA_SYNC goes to a work item and completes later.  Every
  * transfer gets a sequence number from its initiator; "completed up to N"
  * is the sequence before the oldest transfer still in flight, which is
  * what fence marks compare against.
@@ -153,7 +156,7 @@ static void scif_xfer_copy(struct scif_xfer *x, size_t a, size_t b, bool dma)
 
 static void scif_xfer_run(struct scif_xfer *x)
 {
-	bool dma = !(x->flags & SCIF_RMA_USECPU);
+	bool dma = x->dma;
 	size_t tail = x->len;
 
 	if (x->flags & SCIF_RMA_ORDERED) {
@@ -245,6 +248,7 @@ long scif_rma_copy_ioctl(struct scif_endpt *ep, unsigned int cmd,
 	struct scifioctl_copy c;
 	struct scif_endpt *peer;
 	struct scif_xfer *x;
+	bool async;
 	int err;
 
 	if (copy_from_user(&c, uarg, sizeof(c)))
@@ -274,7 +278,11 @@ long scif_rma_copy_ioctl(struct scif_endpt *ep, unsigned int cmd,
 		err = c.len ? -ENXIO : 0;
 		goto fail;
 	}
-	if (!(c.flags & SCIF_RMA_SYNC) &&
+	/* Loopback within a node is a CPU copy, as in Intel's driver. */
+	x->dma = !(c.flags & SCIF_RMA_USECPU) && c.len >= SCIF_DMA_MIN &&
+		 scif_ep_node(ep) != scif_ep_node(peer) && scif_dma_available();
+	async = x->dma && !(c.flags & SCIF_RMA_SYNC);
+	if (async &&
 	    wait_event_interruptible(x->rma->fence_wq,
 				     scif_room(x->rma))) {
 		err = -EINTR;
@@ -324,12 +332,12 @@ long scif_rma_copy_ioctl(struct scif_endpt *ep, unsigned int cmd,
 	spin_unlock(&x->rma->fence_lock);
 	atomic_inc(&scif_rma_inflight);
 
-	if (c.flags & SCIF_RMA_SYNC) {
-		scif_xfer_run(x);
-		scif_xfer_done(x);
-	} else {
+	if (async) {
 		INIT_WORK(&x->work, scif_xfer_work);
 		queue_work(scif_rma_wq, &x->work);
+	} else {
+		scif_xfer_run(x);
+		scif_xfer_done(x);
 	}
 	return 0;
 

@@ -162,8 +162,8 @@ static int t_marks(void)
 
 static const struct scif_test tests[] = {
 	{ "signal never visible before its data (CPU)", t_signal_cpu, 0 },
-	{ "signal never visible before its data (DMA when present)", t_signal_dma, 0 },
-	{ "signal never visible before its data (node 0 -> node 1)", t_signal_node, 0 },
+	{ "signal never visible before its data (loopback, default flags)", t_signal_dma, 0 },
+	{ "signal never visible before its data (node 1 -> node 0, DMA when present)", t_signal_node, 0 },
 	{ "INIT_PEER mark and signal cover the peer's transfers", t_mark_peer, 0 },
 	{ "SCIF_RMA_ORDERED: last cache line lands last", t_ordered, 0 },
 	{ "marks are distinct and waiting on old marks returns", t_marks, 0 },
