@@ -6,7 +6,8 @@
 // calls and to the environment, behind call_c(): no C++ exception crosses
 // the boundary, failures are -1 (or the call's *_FAILED value) with errno.
 // Only these functions are exported (default visibility here, hidden
-// elsewhere, and the version script lib/libscif.map assigns them SCIF_1.0).
+// elsewhere, and the version script lib/libscif.map assigns them SCIF_0.0,
+// the version node of Intel's MPSS libscif.so.0).
 //
 // SCIF_NODE is read at every call that opens the device, so a process (or a
 // child after fork()) may change it between calls; nothing is cached, so the

@@ -3,7 +3,7 @@
 #
 # Checks the exported ABI of the built libscif.so: its soname, and that the
 # dynamic symbols it defines are exactly the functions of the version script,
-# each at version SCIF_1.0 (nothing else leaks out of the library).
+# each at version SCIF_0.0 (nothing else leaks out of the library).
 #
 # Environment: LIBSCIF_SO (the built library), LIBSCIF_MAP (the version
 # script).  Exit status 0 = pass, 1 = fail, 77 = skip (tools missing).
@@ -39,7 +39,7 @@ fi
 sed -n '/global:/,/local:/p' "$map" | sed -n 's/^[[:space:]]*\(scif_[A-Za-z_]*\);.*/\1/p' |
 	sort >"$tmp/want"
 # Defined dynamic symbols, except the version node itself.
-nm -D --defined-only "$so" | awk '$3 != "" { print $3 }' | grep -v '^SCIF_1\.0$' |
+nm -D --defined-only "$so" | awk '$3 != "" { print $3 }' | grep -v '^SCIF_0\.0$' |
 	sort >"$tmp/have"
 
 if [ ! -s "$tmp/want" ]; then
@@ -47,17 +47,17 @@ if [ ! -s "$tmp/want" ]; then
 	status=1
 fi
 while read -r sym; do
-	if ! grep -qx "$sym@@SCIF_1.0" "$tmp/have"; then
-		echo "FAIL: $sym is not exported as $sym@@SCIF_1.0"
+	if ! grep -qx "$sym@@SCIF_0.0" "$tmp/have"; then
+		echo "FAIL: $sym is not exported as $sym@@SCIF_0.0"
 		status=1
 	fi
 done <"$tmp/want"
-sed 's/@@SCIF_1\.0$//' "$tmp/have" | while read -r sym; do
+sed 's/@@SCIF_0\.0$//' "$tmp/have" | while read -r sym; do
 	if ! grep -qx "$sym" "$tmp/want"; then
 		echo "FAIL: $sym is exported but not part of the API"
 		exit 1
 	fi
 done || status=1
 
-[ $status -eq 0 ] && echo "ok: $(wc -l <"$tmp/want") symbols, all at SCIF_1.0, nothing else"
+[ $status -eq 0 ] && echo "ok: $(wc -l <"$tmp/want") symbols, all at SCIF_0.0, nothing else"
 exit $status
