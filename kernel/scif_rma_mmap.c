@@ -119,7 +119,9 @@ static int scif_vma_prot(struct vm_area_struct *vma)
 /*
  * Build the context of a mapping of [off, off + len) of @owner: references
  * on the windows covering the range, which must be contiguous registered
- * windows that allow @need.
+ * windows that allow @need.  Every mapping needs SCIF_PROT_READ: the CPU
+ * cannot map pages write-only (x86 takes read faults on PROT_WRITE
+ * mappings), so a write-only window would become readable.
  */
 static int scif_mmap_ctx_new(struct scif_rma_ep *owner, u64 off, u64 len,
 			     int need, struct scif_mmap_ctx **out)
@@ -131,6 +133,7 @@ static int scif_mmap_ctx_new(struct scif_rma_ep *owner, u64 off, u64 len,
 	int prot = SCIF_PROT_READ | SCIF_PROT_WRITE;
 	int err = 0;
 
+	need |= SCIF_PROT_READ;
 	down_write(&owner->win_lock);
 	/* Count and check first: nothing is sized by @len before that. */
 	for (cur = off; cur < end; cur = w->offset + w->len) {
@@ -203,8 +206,6 @@ int scif_rma_mmap(struct scif_endpt *ep, struct vm_area_struct *vma)
 		prot &= ctx->wins[i]->prot;
 	if (!(prot & SCIF_PROT_WRITE))
 		clear |= VM_MAYWRITE;
-	if (!(prot & SCIF_PROT_READ))
-		clear |= VM_MAYREAD;
 	scif_vma_flags(vma, VM_PFNMAP | VM_IO | VM_DONTEXPAND | VM_DONTDUMP |
 		       VM_DONTCOPY, clear);
 	vma->vm_ops = &scif_vm_ops;

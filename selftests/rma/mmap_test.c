@@ -437,6 +437,27 @@ static int t_node_lost(void)
 }
 
 /*
+ * A window registered SCIF_PROT_WRITE only cannot be mapped at all: the
+ * CPU cannot map pages write-only (x86 reads through a PROT_WRITE mapping),
+ * and reading it must stay refused as it is for scif_vreadfrom.
+ */
+static int t_wronly(void)
+{
+	struct mp m;
+	uint8_t *u = map_anon(PAGE);
+
+	REQ(u && setup(&m, 0, 0, SCIF_PROT_WRITE) == 0);
+	CHECK_ERR(scif_vreadfrom(m.cli, u, PAGE, WOFF, SCIF_RMA_SYNC), EACCES);
+	CHECK_ERR(scif_mmap(NULL, PAGE, SCIF_PROT_WRITE, 0, m.cli, WOFF), EACCES);
+	CHECK_ERR(scif_mmap(NULL, PAGE, RW, 0, m.cli, WOFF), EACCES);
+	CHECK_ERR(scif_mmap(NULL, PAGE, SCIF_PROT_READ, 0, m.cli, WOFF), EACCES);
+	CHECK_ERR(scif_mmap(NULL, PAGE, 0, 0, m.cli, WOFF), EACCES);
+	CHECK_ERR(mmap(NULL, PAGE, PROT_WRITE, MAP_SHARED, m.cli, WOFF), EACCES);
+	REQ(scif_vwriteto(m.cli, u, PAGE, WOFF, SCIF_RMA_SYNC) == 0);
+	return KSFT_PASS;
+}
+
+/*
  * scif_register() whose result cannot be written back removes the window
  * again; a peer that mapped and touched it in between must lose the
  * mapping (SIGBUS), not keep pages that are no longer pinned; another
@@ -713,6 +734,7 @@ static const struct scif_test tests[] = {
 	{ "mapping shares memory with the peer window (loopback)", t_share_loop, 0 },
 	{ "mapping shares memory with the peer window (node 1)", t_share_node, 0 },
 	{ "protection can only narrow: EACCES, mprotect refused", t_prot, 0 },
+	{ "a write-only window cannot be mapped (EACCES), like scif_vreadfrom", t_wronly, 0 },
 	{ "ENOTCONN, ENXIO, EINVAL (MAP_PRIVATE)", t_errors, 0 },
 	{ "unregister keeps the mapping on the window's pages; RMA there gets ENXIO", t_unreg_keeps, 0 },
 	{ "a mapped unregistered window keeps its offsets until the last munmap", t_unreg_reserved, 0 },
