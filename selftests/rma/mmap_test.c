@@ -163,18 +163,23 @@ static int same_pages(uint8_t *p, uint8_t *buf, size_t len, int writable)
 	return 0;
 }
 
-/* All counters of the RMA subsystem back to zero. */
-static int counters_zero(void)
+/* setup(), then map the first window (read and write) and touch a page. */
+static uint8_t *setup_mapped(struct mp *m)
 {
-	long long w = dbg_wait("windows", 0);
-	long long pp = dbg_wait("pinned_pages", 0);
-	long long mp = dbg_wait("mappings", 0);
+	uint8_t *p;
 
-	if (w || pp || mp) {
-		diag("counters: windows %lld pinned_pages %lld mappings %lld", w, pp, mp);
-		return -1;
+	if (setup(m, 0, 0, RW))
+		return NULL;
+	p = scif_mmap(NULL, 4 * PAGE, RW, 0, m->cli, WOFF);
+	if (p == SCIF_MMAP_FAILED) {
+		diag("scif_mmap: %s", strerror(errno));
+		return NULL;
 	}
-	return 0;
+	if (p[1] != m->buf[1]) {
+		diag("mapping does not show the window");
+		return NULL;
+	}
+	return p;
 }
 
 /*
@@ -187,10 +192,9 @@ static int t_unreg_keeps(void)
 	struct mp m;
 	uint8_t *p, *u = map_anon(4 * PAGE);
 
-	REQ(u && setup(&m, 0, 0, RW) == 0);
-	p = scif_mmap(NULL, 4 * PAGE, RW, 0, m.cli, WOFF);
-	REQ(p != SCIF_MMAP_FAILED);
-	REQ(p[1] == m.buf[1]);	/* some pages faulted before, some after */
+	REQ(u);
+	p = setup_mapped(&m);	/* one page faulted before, the others after */
+	REQ(p);
 	REQ(scif_unregister(m.srv, WOFF, 4 * PAGE) == 0);
 	REQ(same_pages(p, m.buf, 4 * PAGE, 1) == 0);
 	CHECK_ERR(scif_vreadfrom(m.cli, u, PAGE, WOFF, SCIF_RMA_SYNC), ENXIO);
@@ -205,7 +209,7 @@ static int t_unreg_keeps(void)
 	REQ(memcmp(u, m.buf + 4 * PAGE, PAGE) == 0);
 	REQ(scif_munmap(p, 4 * PAGE) == 0);
 	REQ(scif_unregister(m.srv, WOFF + 4 * PAGE, 4 * PAGE) == 0);
-	return counters_zero() ? KSFT_FAIL : KSFT_PASS;
+	return rma_counters_zero();
 }
 
 /*
@@ -256,7 +260,7 @@ static int t_unreg_reserved(void)
 	REQ(memcmp(p, secret, 4 * PAGE) == 0);
 	REQ(scif_munmap(p, 4 * PAGE) == 0);
 	REQ(scif_close(m.srv) == 0 && scif_close(m.cli) == 0);
-	return counters_zero() ? KSFT_FAIL : KSFT_PASS;
+	return rma_counters_zero();
 }
 
 /*
@@ -289,7 +293,7 @@ static int t_split(void)
 	CHECK_ERR(scif_register(m.srv, m.buf, 8 * PAGE, WOFF, RW, SCIF_MAP_FIXED), EADDRINUSE);
 	REQ(dbg_wait("windows", 2) == 2 && dbg_wait("mappings", 1) == 1);
 	REQ(scif_munmap(np, 4 * PAGE) == 0);
-	REQ(counters_zero() == 0);
+	REQ(rma_counters_zero() == KSFT_PASS);
 	REQ(scif_register(m.srv, m.buf, 8 * PAGE, WOFF, RW, SCIF_MAP_FIXED) == WOFF);
 	return KSFT_PASS;
 }
@@ -304,16 +308,14 @@ static int t_owner_close(void)
 	struct mp m;
 	uint8_t *p;
 
-	REQ(setup(&m, 0, 0, RW) == 0);
-	p = scif_mmap(NULL, 4 * PAGE, RW, 0, m.cli, WOFF);
-	REQ(p != SCIF_MMAP_FAILED);
-	REQ(p[1] == m.buf[1]);
+	p = setup_mapped(&m);
+	REQ(p);
 	REQ(scif_close(m.srv) == 0);
 	REQ(dbg_wait("windows", 1) == 1);
 	REQ(same_pages(p, m.buf, 4 * PAGE, 1) == 0);
 	CHECK_ERR(scif_mmap(NULL, PAGE, SCIF_PROT_READ, 0, m.cli, WOFF), ECONNRESET);
 	REQ(scif_munmap(p, 4 * PAGE) == 0);
-	return counters_zero() ? KSFT_FAIL : KSFT_PASS;
+	return rma_counters_zero();
 }
 
 /*
@@ -325,9 +327,8 @@ static int t_own_close(void)
 	struct mp m;
 	uint8_t *p;
 
-	REQ(setup(&m, 0, 0, RW) == 0);
-	p = scif_mmap(NULL, 4 * PAGE, RW, 0, m.cli, WOFF);
-	REQ(p != SCIF_MMAP_FAILED);
+	p = setup_mapped(&m);
+	REQ(p);
 	REQ(scif_close(m.cli) == 0);
 	REQ(same_pages(p, m.buf, 4 * PAGE, 1) == 0);
 	REQ(scif_vreadfrom(m.srv, m.buf, 8, 0, SCIF_RMA_SYNC) == -1 && errno == ENXIO);
@@ -384,23 +385,7 @@ static int t_owner_death(void)
 	REQ(p[4 * PAGE - 1] == 0x3c);
 	REQ(dbg_wait("windows", 1) == 1 && dbg_wait("pinned_pages", 4) == 4);
 	REQ(scif_munmap(p, 4 * PAGE) == 0);
-	return counters_zero() ? KSFT_FAIL : KSFT_PASS;
-}
-
-static int write_dbg(const char *name, int v)
-{
-	char path[128];
-	FILE *f;
-	int r;
-
-	snprintf(path, sizeof(path), DBG_DIR "/%s", name);
-	f = fopen(path, "w");
-	if (!f)
-		return -1;
-	r = fprintf(f, "%d\n", v) > 0 ? 0 : -1;
-	if (fclose(f))
-		r = -1;
-	return r;
+	return rma_counters_zero();
 }
 
 /* The owner's node is lost: the mapping keeps working until munmap. */
@@ -417,7 +402,7 @@ static int t_node_lost(void)
 	p = scif_mmap(NULL, 8 * PAGE, RW, 0, m.cli, WOFF);
 	REQ(p != SCIF_MMAP_FAILED);
 	REQ(p[0] == m.buf[0]);
-	REQ(write_dbg("node_lost", 1) == 0);
+	REQ(dbg_write("node_lost", 1) == 0);
 	if (same_pages(p, m.buf, 8 * PAGE, 1)) {
 		diag("mapping lost with the owner's node");
 		ret = KSFT_FAIL;
@@ -428,10 +413,10 @@ static int t_node_lost(void)
 		diag("scif_mmap after node loss: errno %d", errno);
 		ret = KSFT_FAIL;
 	}
-	REQ(write_dbg("node_online", 1) == 0);
+	REQ(dbg_write("node_online", 1) == 0);
 	REQ(scif_munmap(p, 8 * PAGE) == 0);
 	REQ(scif_close(m.srv) == 0 && scif_close(m.cli) == 0);
-	if (counters_zero())
+	if (rma_counters_zero() != KSFT_PASS)
 		ret = KSFT_FAIL;
 	return ret;
 }
@@ -605,7 +590,7 @@ static int t_td_counters(void)
 		_exit(0);	/* mapping torn down by exit */
 	}
 	REQ(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	return counters_zero() ? KSFT_FAIL : KSFT_PASS;
+	return rma_counters_zero();
 }
 
 /* Connect @cfd (an open, unbound node 0 endpoint) to a new listener; *srv accepted. */
@@ -718,7 +703,7 @@ static int t_tmpfs_node(void)
 	}
 	REQ(scif_close(srv) == 0);
 	REQ(rmdir(dir) == 0);
-	if (counters_zero())
+	if (rma_counters_zero() != KSFT_PASS)
 		bad = 1;
 	if (kfd >= 0) {
 		if (kmsg_has(kfd, "Busy inodes") || kmsg_has(kfd, "BUG"))
