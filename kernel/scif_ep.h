@@ -157,6 +157,8 @@ struct scif_file {
 	struct scif_endpt *ep;
 	/* the endpoint created at open, kept until release once replaced */
 	struct scif_endpt *orig;
+	/* ours, not the device node's: file->f_mapping is its i_mapping */
+	struct inode *inode;
 };
 
 struct scif_stats {
@@ -231,6 +233,10 @@ struct scif_node *scif_node_lookup(u16 id);
 int scif_node_set_lost(u16 id);
 int scif_node_set_online(u16 id);
 int scif_get_nodeids(struct scif_endpt *ep, struct scifioctl_node_ids *ids);
+
+/* scif_fs.c */
+struct inode *scif_fs_inode_new(void);
+void scif_fs_inode_put(struct inode *inode);
 
 /* scif_debugfs.c */
 struct dentry *scif_debugfs_init(void);

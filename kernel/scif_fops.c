@@ -17,17 +17,27 @@ static int scif_fop_open(struct inode *inode, struct file *file)
 	struct scif_node *node = container_of(misc, struct scif_node, misc);
 	struct scif_file *sf;
 	struct scif_endpt *ep;
+	struct inode *mi;
 
 	sf = kzalloc(sizeof(*sf), GFP_KERNEL_ACCOUNT);
 	if (!sf)
 		return -ENOMEM;
+	mi = scif_fs_inode_new();
+	if (IS_ERR(mi)) {
+		kfree(sf);
+		return PTR_ERR(mi);
+	}
+	sf->inode = mi;
 	ep = scif_ep_alloc(node);
 	if (IS_ERR(ep)) {
+		scif_fs_inode_put(sf->inode);
 		kfree(sf);
 		return PTR_ERR(ep);
 	}
 	sf->ep = ep;
 	file->private_data = sf;
+	/* mappings of this file live in our own address_space (scif_fs.c) */
+	file->f_mapping = sf->inode->i_mapping;
 	return nonseekable_open(inode, file);
 }
 
@@ -41,6 +51,7 @@ static int scif_fop_release(struct inode *inode, struct file *file)
 		scif_ep_close(sf->orig);
 		scif_ep_put(sf->orig);
 	}
+	scif_fs_inode_put(sf->inode);
 	kfree(sf);
 	return 0;
 }

@@ -25,6 +25,7 @@
 atomic_long_t scif_rma_pinned_pages = ATOMIC_LONG_INIT(0);
 atomic_t scif_rma_inflight = ATOMIC_INIT(0);
 atomic_t scif_rma_nwindows = ATOMIC_INIT(0);
+atomic_t scif_rma_nmaps = ATOMIC_INIT(0);
 
 int scif_pin_user(unsigned long start, unsigned long npages,
 		  unsigned int gup_flags, struct page **pages)
@@ -75,8 +76,8 @@ void scif_window_put(struct scif_window *win)
 	kref_put(&win->ref, scif_window_free);
 }
 
-/* The window containing @off, or NULL.  Caller holds win_lock. */
-struct scif_window *scif_window_lookup(struct scif_rma_ep *rma, u64 off)
+/* The window of the tree containing @off, or NULL.  Caller holds win_lock. */
+static struct scif_window *scif_window_find(struct scif_rma_ep *rma, u64 off)
 {
 	struct rb_node *n = rma->windows.rb_node;
 
@@ -91,6 +92,54 @@ struct scif_window *scif_window_lookup(struct scif_rma_ep *rma, u64 off)
 			return w;
 	}
 	return NULL;
+}
+
+/*
+ * The registered window containing @off, or NULL: an unregistered window
+ * that only lingers for peer mappings is not registered.  Caller holds
+ * win_lock.
+ */
+struct scif_window *scif_window_lookup(struct scif_rma_ep *rma, u64 off)
+{
+	struct scif_window *w = scif_window_find(rma, off);
+
+	return w && !w->unreg ? w : NULL;
+}
+
+/* Take @w out of the tree and drop the tree's reference.  win_lock held. */
+static void scif_window_erase(struct scif_rma_ep *rma, struct scif_window *w)
+{
+	rb_erase(&w->node, &rma->windows);
+	RB_CLEAR_NODE(&w->node);
+	rma->nwindows--;
+	scif_window_put(w);
+}
+
+/*
+ * Unregister @w (in the tree, registered): gone at once unless peer
+ * mappings hold it, else it lingers, reserving its offsets, until the last
+ * of them is removed.  win_lock held exclusive.
+ */
+static void scif_window_unregister(struct scif_rma_ep *rma,
+				   struct scif_window *w)
+{
+	if (w->nmaps)
+		w->unreg = true;
+	else
+		scif_window_erase(rma, w);
+}
+
+/*
+ * A peer mapping of @win (a window of @rma, now or before rma's release)
+ * is gone: the last one ends the reservation of an unregistered window.
+ * The caller still holds its own window reference.
+ */
+void scif_window_unmapped(struct scif_rma_ep *rma, struct scif_window *win)
+{
+	down_write(&rma->win_lock);
+	if (!--win->nmaps && win->unreg && !RB_EMPTY_NODE(&win->node))
+		scif_window_erase(rma, win);
+	up_write(&rma->win_lock);
 }
 
 /* The lowest window ending after @off, or NULL.  Caller holds win_lock. */
@@ -278,18 +327,14 @@ static long scif_rma_register(struct scif_endpt *ep, struct scif_rma_ep *rma,
 	if (put_user((s64)off, (s64 __user *)(uarg +
 		     offsetof(struct scifioctl_reg, out_offset)))) {
 		/*
-		 * Undo.  The window was visible meanwhile: another thread may
-		 * have unregistered it already (hence our own reference), and
-		 * the peer may have mapped it, so zap before the pages go.
+		 * Undo, as an unregistration.  The window was visible
+		 * meanwhile: another thread may have unregistered it already
+		 * (hence our own reference), and the peer may have mapped it,
+		 * in which case it lingers until the peer unmaps it.
 		 */
 		down_write(&rma->win_lock);
-		if (!RB_EMPTY_NODE(&win->node)) {
-			rb_erase(&win->node, &rma->windows);
-			RB_CLEAR_NODE(&win->node);
-			rma->nwindows--;
-			scif_rma_zap(rma, win->offset, win->len);
-			scif_window_put(win);
-		}
+		if (!RB_EMPTY_NODE(&win->node) && !win->unreg)
+			scif_window_unregister(rma, win);
 		up_write(&rma->win_lock);
 		scif_window_put(win);
 		return -EFAULT;
@@ -346,18 +391,16 @@ static long scif_rma_unregister(struct scif_endpt *ep, struct scif_rma_ep *rma,
 		if (w->offset + w->len == end)
 			break;
 		n = rb_next(n);
-		if (!n) {
-			err = -ENXIO;
-			goto out;
-		}
-		if (rb_entry(n, struct scif_window, node)->offset !=
-		    w->offset + w->len) {
+		/* the next window must follow at once and be registered */
+		if (!n || rb_entry(n, struct scif_window, node)->offset !=
+		    w->offset + w->len ||
+		    rb_entry(n, struct scif_window, node)->unreg) {
 			err = -ENXIO;
 			goto out;
 		}
 		w = rb_entry(n, struct scif_window, node);
 	}
-	/* Remove them. */
+	/* Remove them (peer mappings keep theirs, see scif_window). */
 	n = &first->node;
 	while (n) {
 		struct rb_node *next = rb_next(n);
@@ -365,11 +408,7 @@ static long scif_rma_unregister(struct scif_endpt *ep, struct scif_rma_ep *rma,
 		w = rb_entry(n, struct scif_window, node);
 		if (w->offset >= end)
 			break;
-		rb_erase(n, &rma->windows);
-		rma->nwindows--;
-		RB_CLEAR_NODE(n);
-		scif_rma_zap(rma, w->offset, w->len);
-		scif_window_put(w);
+		scif_window_unregister(rma, w);
 		n = next;
 	}
 out:
@@ -502,6 +541,7 @@ int scif_rma_ep_init(struct scif_endpt *ep)
 
 	if (!rma)
 		return -ENOMEM;
+	kref_init(&rma->ref);
 	rma->ep = ep;
 	init_rwsem(&rma->win_lock);
 	rma->windows = RB_ROOT;
@@ -510,7 +550,6 @@ int scif_rma_ep_init(struct scif_endpt *ep)
 	INIT_LIST_HEAD(&rma->inflight);
 	INIT_LIST_HEAD(&rma->signals);
 	init_waitqueue_head(&rma->fence_wq);
-	mutex_init(&rma->mmap_mutex);
 	INIT_LIST_HEAD(&rma->rcache.entries);
 	scif_ep_set_rma(ep, rma);
 	return 0;
@@ -527,11 +566,28 @@ void scif_rma_ep_disconnect(struct scif_endpt *ep)
 	spin_unlock(&rma->fence_lock);
 	wake_up_all(&rma->fence_wq);
 
-	/* The peer loses access to our windows: no new faults, zap PTEs. */
+	/*
+	 * The peer cannot map our windows any more; its existing mappings
+	 * keep the windows they hold (scif_mmap_ctx) until it unmaps them.
+	 */
 	down_write(&rma->win_lock);
 	rma->dead = true;
 	up_write(&rma->win_lock);
-	scif_rma_zap(rma, 0, SCIF_RMA_OFF_LIMIT);
+}
+
+static void scif_rma_ep_free(struct kref *ref)
+{
+	kfree(container_of(ref, struct scif_rma_ep, ref));
+}
+
+void scif_rma_ep_get(struct scif_rma_ep *rma)
+{
+	kref_get(&rma->ref);
+}
+
+void scif_rma_ep_put(struct scif_rma_ep *rma)
+{
+	kref_put(&rma->ref, scif_rma_ep_free);
 }
 
 void scif_rma_ep_release(struct scif_endpt *ep)
@@ -543,24 +599,26 @@ void scif_rma_ep_release(struct scif_endpt *ep)
 		return;
 	down_write(&rma->win_lock);
 	rma->dead = true;
+	/*
+	 * Every window leaves the tree; those the peer still maps live on,
+	 * detached, with the mappings' references (their pages stay pinned
+	 * and charged until the peer unmaps them).
+	 */
 	n = rb_first(&rma->windows);
 	while (n) {
 		struct rb_node *next = rb_next(n);
-		struct scif_window *w = rb_entry(n, struct scif_window, node);
 
-		rb_erase(n, &rma->windows);
-		scif_rma_zap(rma, w->offset, w->len);
-		scif_window_put(w);
+		scif_window_erase(rma, rb_entry(n, struct scif_window, node));
 		n = next;
 	}
-	rma->nwindows = 0;
 	up_write(&rma->win_lock);
 
 	scif_fence_release(rma);
 	scif_rcache_release(rma);
-	scif_rma_mmap_release(rma);
 	scif_ep_set_rma(ep, NULL);
-	kfree(rma);
+	rma->ep = NULL;
+	/* peer mappings may keep the (empty) structure for its win_lock */
+	scif_rma_ep_put(rma);
 }
 
 long scif_rma_ioctl(struct scif_endpt *ep, unsigned int cmd, unsigned long arg)
@@ -619,6 +677,8 @@ int scif_rma_init(struct dentry *dbg)
 					&scif_rma_inflight);
 		debugfs_create_atomic_t("windows", 0444, dbg,
 					&scif_rma_nwindows);
+		debugfs_create_atomic_t("mappings", 0444, dbg,
+					&scif_rma_nmaps);
 	}
 	return 0;
 }

@@ -29,8 +29,9 @@ int scif_rma_ep_init(struct scif_endpt *ep);
 /*
  * The connection of @ep ended: local close, peer close or node lost.
  * Called once per endpoint, for both ends, in process context, with no core
- * lock held.  Must fail waiters and new RMAs, tear down mappings of peer
- * windows, and must not sleep for long.
+ * lock held.  Must fail waiters, new RMAs and new mappings of our windows
+ * (existing peer mappings keep working until unmapped), and must not sleep
+ * for long.
  */
 void scif_rma_ep_disconnect(struct scif_endpt *ep);
 
@@ -38,7 +39,8 @@ void scif_rma_ep_disconnect(struct scif_endpt *ep);
  * The last reference to @ep is gone (its file was released and nobody holds
  * a scif_ep_get_peer() reference any more).  Unregisters all its windows
  * (unpinning every page, uncharging RLIMIT_MEMLOCK without needing the
- * process's mm to be alive) and frees ep->rma.  Called in process context
+ * process's mm to be alive; windows the peer still maps do so when the peer
+ * unmaps them) and drops ep->rma.  Called in process context
  * (it may sleep), after scif_rma_ep_disconnect() if @ep was ever connected.
  * In-flight RMAs hold references of their own, so none is running here.
  */

@@ -35,28 +35,62 @@
  * A registered window: npages pinned pages of one process, visible at
  * [offset, offset + len) of the owner's registered address space.
  *
- * Life time: kref.  The owner's window tree holds one reference; every RMA
- * and pending fence signal that uses the window takes its own (so does a
- * registration until it has written out_offset back).  The last put unpins
- * the pages and uncharges RLIMIT_MEMLOCK, so pages stay valid while any
- * user remains, even after unregistration.  mmap faults take no reference:
- * they insert PFNs under the owner's win_lock, and whoever removes a window
- * from the tree zaps the peer's mapping of it under win_lock (exclusive)
- * before dropping the tree's reference.
- * All fields except ref and node are immutable after registration; node is
- * protected by the owner's win_lock.
+ * Life time: kref.  The owner's window tree holds one reference while the
+ * window is in the tree; every RMA and pending fence signal that uses the
+ * window takes its own (so does a registration until it has written
+ * out_offset back), and so does every peer mapping of it (struct
+ * scif_mmap_ctx).  The last put unpins the pages and uncharges
+ * RLIMIT_MEMLOCK of the registering mm (mmgrab()ed, so this is safe from
+ * any process context, also after that process exited), so pages stay
+ * valid while any user remains, even after unregistration.
+ *
+ * Unregistration (or the undo of a registration) of a window that peer
+ * mappings still hold (nmaps > 0) only marks it unreg: it stays in the tree,
+ * invisible to RMA, mmap, fence signals and unregistration (which all see
+ * ENXIO there) but still reserving its offsets, until the last mapping
+ * releases it and removes it from the tree.  When the owner endpoint is
+ * released every window leaves the tree (node cleared); mapped ones live on,
+ * detached, until their last mapping goes.
+ *
+ * offset, len, npages, prot, pages and mm are immutable after registration;
+ * node, nmaps and unreg are protected by the owner's win_lock (only ever
+ * changed with it held exclusive).
  */
 struct scif_window {
-	struct rb_node node;
+	struct rb_node node;		/* cleared when not in the tree */
 	struct kref ref;
 	u64 offset;
 	u64 len;
 	unsigned long npages;
 	int prot;			/* SCIF_PROT_* */
 	bool dirty;			/* pages may have been written */
+	bool unreg;			/* unregistered, lingers for nmaps */
+	unsigned int nmaps;		/* peer mappings holding the window */
 	struct page **pages;
 	struct mm_struct *mm;		/* mmgrab()ed; charged pinned_vm */
 	unsigned long charged;		/* pages charged to mm->pinned_vm */
+};
+
+/*
+ * One scif_mmap() of peer windows: the windows covering the mapped range
+ * of the owner's registered address space at mmap time, in offset order, each with a window reference and an nmaps count.
+ * Faults only ever look here, never in the owner's tree, so a mapping
+ * always shows the windows it was made of, whatever is unregistered or
+ * registered later and whether or not the owner is still connected or
+ * alive.
+ *
+ * Life time: kref, one per VMA of the mapping (mmap, then vm_ops->open for
+ * every VMA split off or copied, vm_ops->close for every VMA removed).
+ * The last put drops nmaps of every window (removing from the owner's
+ * tree those that were unregistered meanwhile), the window references and
+ * the reference on the owner's RMA state.  Everything but ref is
+ * immutable, so faults take no lock.
+ */
+struct scif_mmap_ctx {
+	struct kref ref;
+	struct scif_rma_ep *owner;	/* counted (scif_rma_ep_put) */
+	unsigned int nwins;
+	struct scif_window *wins[];	/* referenced, ascending offsets */
 };
 
 /*
@@ -93,21 +127,28 @@ struct scif_rcache_entry {
 /*
  * Per endpoint RMA state (ep->rma).
  *
- * win_lock (rw_semaphore) protects windows, nwindows and dead; RMA lookups
- * and mmap faults take it shared, registration/unregistration exclusive.
+ * Life time: kref.  The endpoint holds one reference until
+ * scif_rma_ep_release(); every peer mapping of its windows (struct
+ * scif_mmap_ctx) holds one, so that the mapping can still take win_lock to
+ * end a lingering window's reservation.  After scif_rma_ep_release() the
+ * structure is empty (no window in the tree, dead set) and only win_lock
+ * is still used.
+ *
+ * win_lock (rw_semaphore) protects windows, nwindows, dead and the tree
+ * related fields of every window in the tree (node, nmaps, unreg); RMA
+ * lookups take it shared, registration, unregistration, mmap and the
+ * release of a mapping exclusive.
  * fence_lock (spinlock) protects issued, inflight, ninflight, signals and
  * disconnected.
- * mmap_mutex (mutex) protects peer_mapping.
  * The rcache list and count are protected by a global spinlock of
  * scif_rma_cache.c (scif_rcache_lock).
  *
  * Lock order (outermost first), beside the core's (scif_ep.h); the RMA
  * code is never entered with a core spinlock held:
  *
- *   mm->mmap_lock            mmap() and page faults of a peer mapping
+ *   mm->mmap_lock            mmap() and the removal of a peer mapping
+ *                            (vm_ops->close); faults take no RMA lock
  *   win_lock                 at most one endpoint's at a time
- *   mmap_mutex               zap (unregister/undo under win_lock), mmap
- *   mapping->i_mmap_rwsem    inside unmap_mapping_range()
  *   fence_lock, scif_rcache_lock   leaves: nothing is taken inside them
  *                            and nothing sleeps under them
  *
@@ -116,18 +157,20 @@ struct scif_rcache_entry {
  * own locks inside) takes it exclusive.  User memory is pinned
  * (pin_user_pages_fast, may take mmap_lock) with no RMA lock held.  The
  * last scif_ep_put() of an endpoint may run scif_rma_ep_release()
- * (win_lock, mmap_mutex, i_mmap_rwsem) under mmap_lock (vm_ops->close, a
- * fault's peer reference), under core mutexes, or in the RMA workqueue,
- * which the order above allows.
+ * (win_lock) under core mutexes or in the RMA workqueue; a window's last
+ * put (unpin, page locks, mmdrop) may run under win_lock or under the
+ * mapper's mmap_lock (vm_ops->close), which the order above allows.
  */
 struct scif_rma_ep {
-	struct scif_endpt *ep;		/* back pointer, not counted */
+	struct kref ref;
+	struct scif_endpt *ep;		/* back pointer, not counted; NULL
+					 * after scif_rma_ep_release() */
 
 	struct rw_semaphore win_lock;
 	struct rb_root windows;
-	unsigned long nwindows;
+	unsigned long nwindows;		/* in the tree, lingering included */
 	u64 next_off;			/* allocation hint */
-	bool dead;			/* disconnected: no new mmap faults */
+	bool dead;			/* disconnected: no new mmap */
 
 	spinlock_t fence_lock;
 	u64 issued;			/* sequence of the last RMA issued */
@@ -136,13 +179,6 @@ struct scif_rma_ep {
 	struct list_head signals;	/* struct scif_fence_sig */
 	wait_queue_head_t fence_wq;
 	bool disconnected;
-
-	/*
-	 * The address_space through which the peer mapped our windows
-	 * (ihold()ed on its host inode); zapped on unregister/disconnect.
-	 */
-	struct mutex mmap_mutex;
-	struct address_space *peer_mapping;
 
 	struct {
 		struct list_head entries;
@@ -190,11 +226,15 @@ struct scif_xfer {
 extern atomic_long_t scif_rma_pinned_pages;
 extern atomic_t scif_rma_inflight;
 extern atomic_t scif_rma_nwindows;
+extern atomic_t scif_rma_nmaps;
 extern struct workqueue_struct *scif_rma_wq;
 
 /* scif_rma.c */
 void scif_window_put(struct scif_window *win);
 struct scif_window *scif_window_lookup(struct scif_rma_ep *rma, u64 off);
+void scif_window_unmapped(struct scif_rma_ep *rma, struct scif_window *win);
+void scif_rma_ep_get(struct scif_rma_ep *rma);
+void scif_rma_ep_put(struct scif_rma_ep *rma);
 int scif_rma_gather(struct scif_rma_ep *rma, u64 off, size_t len, int prot,
 		    struct scif_xfer *x, struct scif_pgvec *pv);
 int scif_xfer_add_window(struct scif_xfer *x, struct scif_window *win);
@@ -217,10 +257,6 @@ int scif_copy_dma(struct scif_pgvec *dst, struct scif_pgvec *src,
 bool scif_dma_available(void);
 int scif_dma_init(struct dentry *dbg);
 void scif_dma_exit(void);
-
-/* scif_rma_mmap.c */
-void scif_rma_zap(struct scif_rma_ep *rma, u64 off, u64 len);
-void scif_rma_mmap_release(struct scif_rma_ep *rma);
 
 /* scif_rma_cache.c */
 struct scif_rcache_entry *scif_rcache_get(struct scif_rma_ep *rma,

@@ -309,22 +309,6 @@ static int t_rma_bad_epd(void)
 	return KSFT_PASS;
 }
 
-static int write_dbg(const char *name, int v)
-{
-	char path[128];
-	FILE *f;
-	int r;
-
-	snprintf(path, sizeof(path), DBG_DIR "/%s", name);
-	f = fopen(path, "w");
-	if (!f)
-		return -1;
-	r = fprintf(f, "%d\n", v) > 0 ? 0 : -1;
-	if (fclose(f))
-		r = -1;
-	return r;
-}
-
 static int t_rma_enodev(void)
 {
 	struct pair p;
@@ -336,7 +320,7 @@ static int t_rma_enodev(void)
 		return test_skip("no node_lost control in debugfs");
 	REQ(u && mkpair(&p, 1, 0) == 0);
 	REQ(scif_vreadfrom(p.cli, u, 8, 0x100000, SCIF_RMA_SYNC) == 0);
-	REQ(write_dbg("node_lost", 1) == 0);
+	REQ(dbg_write("node_lost", 1) == 0);
 	errno = 0;
 	if (scif_vreadfrom(p.cli, u, 8, 0x100000, SCIF_RMA_SYNC) != -1 || errno != ENODEV) {
 		diag("vreadfrom after node loss: errno %d", errno);
@@ -347,7 +331,7 @@ static int t_rma_enodev(void)
 		diag("fence_mark after node loss: errno %d", errno);
 		ret = KSFT_FAIL;
 	}
-	REQ(write_dbg("node_online", 1) == 0);
+	REQ(dbg_write("node_online", 1) == 0);
 	return ret;
 }
 

@@ -96,6 +96,43 @@ static inline long long dbg_wait(const char *name, long long want)
 	return v;
 }
 
+/* Write an integer to a debugfs control of the module (node_lost, ...). */
+static inline int dbg_write(const char *name, int v)
+{
+	char path[128];
+	FILE *f;
+	int r;
+
+	snprintf(path, sizeof(path), DBG_DIR "/%s", name);
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	r = fprintf(f, "%d\n", v) > 0 ? 0 : -1;
+	if (fclose(f))
+		r = -1;
+	return r;
+}
+
+/*
+ * KSFT_PASS once every RMA counter (rma_inflight, windows, pinned_pages,
+ * mappings) is back to zero (each waited for as dbg_wait() does), else
+ * KSFT_FAIL with the values.
+ */
+static inline int rma_counters_zero(void)
+{
+	long long a = dbg_wait("rma_inflight", 0);
+	long long b = dbg_wait("windows", 0);
+	long long c = dbg_wait("pinned_pages", 0);
+	long long d = dbg_wait("mappings", 0);
+
+	if (a || b || c || d) {
+		diag("counters: rma_inflight %lld windows %lld pinned_pages %lld mappings %lld",
+		     a, b, c, d);
+		return KSFT_FAIL;
+	}
+	return KSFT_PASS;
+}
+
 /* "key value" line of the rma_dma debugfs file, or -1. */
 static inline long long dbg_dma_value(const char *key)
 {

@@ -11,19 +11,6 @@
 #define RW (SCIF_PROT_READ | SCIF_PROT_WRITE)
 #define BIG (16UL << 20)
 
-static int counters_zero(void)
-{
-	long long a = dbg_wait("rma_inflight", 0);
-	long long b = dbg_wait("windows", 0);
-	long long c = dbg_wait("pinned_pages", 0);
-
-	if (a || b || c) {
-		diag("counters: rma_inflight %lld windows %lld pinned_pages %lld", a, b, c);
-		return KSFT_FAIL;
-	}
-	return KSFT_PASS;
-}
-
 struct tp {
 	int srv, cli;
 	uint8_t *r, *l, *u;
@@ -74,7 +61,7 @@ static int t_close_inflight(void)
 	REQ(flood(&t, 16) == 0);
 	REQ(close(t.cli) == 0);
 	REQ(close(t.srv) == 0);
-	return counters_zero();
+	return rma_counters_zero();
 }
 
 static int t_peer_close_inflight(void)
@@ -91,7 +78,7 @@ static int t_peer_close_inflight(void)
 	else
 		REQ(errno == ECONNRESET);
 	REQ(close(t.cli) == 0);
-	return counters_zero();
+	return rma_counters_zero();
 }
 
 static int t_unreg_inflight(void)
@@ -108,7 +95,7 @@ static int t_unreg_inflight(void)
 	CHECK_ERR(scif_vreadfrom(t.cli, t.u, 8, 0, SCIF_RMA_SYNC), ENXIO);
 	REQ(dbg_wait("windows", 0) == 0);
 	REQ(close(t.cli) == 0 && close(t.srv) == 0);
-	return counters_zero();
+	return rma_counters_zero();
 }
 
 static int t_kill_inflight(void)
@@ -134,7 +121,7 @@ static int t_kill_inflight(void)
 		REQ(waitpid(pid, &st, 0) == pid);
 		REQ(WIFSIGNALED(st));
 	}
-	return counters_zero();
+	return rma_counters_zero();
 }
 
 /* Concurrent register/unregister/RMA/close from several threads. */
@@ -181,7 +168,7 @@ static int t_chaos(void)
 	for (i = 0; i < 3; i++)
 		pthread_join(th[i], NULL);
 	close(t.cli);
-	return counters_zero();
+	return rma_counters_zero();
 }
 
 static double time_rma(int cli, uint8_t *u, off_t off, int n)
@@ -219,7 +206,7 @@ static int t_many_windows(void)
 	     one * 1e6, nwin, many_first * 1e6, many_last * 1e6);
 	close(t.cli);
 	close(t.srv);
-	return counters_zero();
+	return rma_counters_zero();
 }
 
 static const struct scif_test tests[] = {
