@@ -398,7 +398,7 @@ int scif_accept_req(struct scif_endpt *lep, struct scifioctl_accept *acc)
 		goto refuse_nep;
 	nep->acc_gen = get_random_u32() | 1;
 	ret = xa_alloc_cyclic(&scif_accept_xa, &id, NULL, xa_limit_31b,
-			      &scif_accept_next, GFP_KERNEL);
+			      &scif_accept_next, GFP_KERNEL_ACCOUNT);
 	if (ret < 0)
 		goto refuse_nep;
 	nep->acc_id = id;

@@ -518,7 +518,7 @@ int scif_xfer_add_window(struct scif_xfer *x, struct scif_window *win)
 		unsigned int cap = max(16U, x->wins_cap * 2);
 		struct scif_window **n;
 
-		n = kvmalloc_array(cap, sizeof(*n), GFP_KERNEL);
+		n = kvmalloc_array(cap, sizeof(*n), GFP_KERNEL_ACCOUNT);
 		if (!n)
 			return -ENOMEM;
 		if (x->wins_ext)
@@ -537,7 +537,7 @@ int scif_xfer_add_window(struct scif_xfer *x, struct scif_window *win)
 
 int scif_rma_ep_init(struct scif_endpt *ep)
 {
-	struct scif_rma_ep *rma = kzalloc(sizeof(*rma), GFP_KERNEL);
+	struct scif_rma_ep *rma = kzalloc(sizeof(*rma), GFP_KERNEL_ACCOUNT);
 
 	if (!rma)
 		return -ENOMEM;

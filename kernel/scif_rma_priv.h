@@ -96,7 +96,8 @@ struct scif_mmap_ctx {
 /*
  * A fence signal waiting for RMAs to complete: write val at page/off.
  * Lives on the pending list of the scif_rma_ep whose RMAs it watches,
- * protected by that structure's fence_lock.
+ * protected by that structure's fence_lock; that list is sorted by seq
+ * and holds at most SCIF_MAX_FENCE_SIGNALS (scif_rma_xfer.c) entries.
  */
 struct scif_fence_sig {
 	struct list_head link;
@@ -138,8 +139,8 @@ struct scif_rcache_entry {
  * related fields of every window in the tree (node, nmaps, unreg); RMA
  * lookups take it shared, registration, unregistration, mmap and the
  * release of a mapping exclusive.
- * fence_lock (spinlock) protects issued, inflight, ninflight, signals and
- * disconnected.
+ * fence_lock (spinlock) protects issued, inflight, ninflight, signals,
+ * nsignals and disconnected.
  * The rcache list and count are protected by a global spinlock of
  * scif_rma_cache.c (scif_rcache_lock).
  *
@@ -176,7 +177,8 @@ struct scif_rma_ep {
 	u64 issued;			/* sequence of the last RMA issued */
 	struct list_head inflight;	/* struct scif_xfer, ascending seq */
 	unsigned int ninflight;		/* entries on inflight */
-	struct list_head signals;	/* struct scif_fence_sig */
+	struct list_head signals;	/* struct scif_fence_sig, by seq */
+	unsigned int nsignals;		/* entries on signals */
 	wait_queue_head_t fence_wq;
 	bool disconnected;
 

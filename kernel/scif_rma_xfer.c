@@ -41,6 +41,13 @@
  */
 #define SCIF_MAX_INFLIGHT	64
 
+/*
+ * Fence signals that may wait on the RMAs of one endpoint (both sides'
+ * SCIF_FENCE_SIGNAL calls that watch them); one call may add two.  A call
+ * that would go over fails with ENOMEM, as an allocation failure would.
+ */
+#define SCIF_MAX_FENCE_SIGNALS	1024
+
 /* Below this many bytes the CPU is used even when a DMA channel exists. */
 #define SCIF_DMA_MIN		256
 
@@ -101,6 +108,7 @@ void scif_fence_release(struct scif_rma_ep *rma)
 
 	spin_lock(&rma->fence_lock);
 	list_splice_init(&rma->signals, &list);
+	rma->nsignals = 0;
 	spin_unlock(&rma->fence_lock);
 	scif_fence_fire(&list);
 }
@@ -185,9 +193,13 @@ static void scif_xfer_done(struct scif_xfer *x)
 	list_del(&x->link);
 	rma->ninflight--;
 	done = scif_completed(rma);
-	list_for_each_entry_safe(sig, tmp, &rma->signals, link)
-		if (sig->seq <= done)
-			list_move_tail(&sig->link, &fire);
+	/* signals is in ascending seq order: only the due ones are looked at */
+	list_for_each_entry_safe(sig, tmp, &rma->signals, link) {
+		if (sig->seq > done)
+			break;
+		list_move_tail(&sig->link, &fire);
+		rma->nsignals--;
+	}
 	spin_unlock(&rma->fence_lock);
 	scif_fence_fire(&fire);
 	wake_up_all(&rma->fence_wq);
@@ -258,7 +270,7 @@ long scif_rma_copy_ioctl(struct scif_endpt *ep, unsigned int cmd,
 	err = scif_ep_get_peer(ep, &peer);
 	if (err)
 		return err;
-	x = kzalloc(sizeof(*x), GFP_KERNEL);
+	x = kzalloc(sizeof(*x), GFP_KERNEL_ACCOUNT);
 	if (!x) {
 		scif_ep_put(peer);
 		return -ENOMEM;
@@ -441,7 +453,12 @@ static int scif_sig_new(struct scif_rma_ep *rma, s64 off, u64 val,
 
 	if (off < 0)
 		return -ENXIO;
-	sig = kzalloc(sizeof(*sig), GFP_KERNEL);
+	/*
+	 * Charged to the caller's memory cgroup; at its limit this fails
+	 * (ENOMEM) instead of invoking the cgroup's OOM killer.
+	 */
+	sig = kzalloc(sizeof(*sig), GFP_KERNEL_ACCOUNT | __GFP_NORETRY |
+		      __GFP_NOWARN);
 	if (!sig)
 		return -ENOMEM;
 	down_read(&rma->win_lock);
@@ -471,6 +488,7 @@ long scif_fence_signal_ioctl(struct scif_endpt *ep, void __user *uarg)
 	struct scif_fence_sig *lsig = NULL, *rsig = NULL;
 	struct scif_endpt *peer;
 	struct scif_rma_ep *t, *rma = scif_ep_rma(ep);
+	unsigned int n = 0;
 	int init, err;
 	LIST_HEAD(list);
 
@@ -503,21 +521,30 @@ long scif_fence_signal_ioctl(struct scif_endpt *ep, void __user *uarg)
 		if (err)
 			goto out;
 		list_add_tail(&lsig->link, &list);
+		n++;
 	}
 	if (fs.flags & SCIF_SIGNAL_REMOTE) {
 		err = scif_sig_new(scif_ep_rma(peer), fs.roff, fs.rval, &rsig);
 		if (err)
 			goto out;
 		list_add_tail(&rsig->link, &list);
+		n++;
 	}
 
 	spin_lock(&t->fence_lock);
 	if (scif_completed(t) < t->issued) {
+		if (t->nsignals + n > SCIF_MAX_FENCE_SIGNALS) {
+			spin_unlock(&t->fence_lock);
+			err = -ENOMEM;
+			goto out;
+		}
 		if (lsig)
 			lsig->seq = t->issued;
 		if (rsig)
 			rsig->seq = t->issued;
+		/* issued never decreases: signals stays sorted by seq */
 		list_splice_tail_init(&list, &t->signals);
+		t->nsignals += n;
 	}
 	spin_unlock(&t->fence_lock);
 	/* Nothing in flight: the values are due now. */

@@ -7,6 +7,7 @@ RMA_PROGS = \
 	rma/errno_test \
 	rma/fence_test \
 	rma/fork_test \
+	rma/limits_test \
 	rma/mmap_test \
 	rma/teardown_test
 noinst_PROGRAMS += $(RMA_PROGS)
@@ -21,6 +22,8 @@ rma_fence_test_SOURCES = rma/fence_test.c
 rma_fence_test_LDADD = $(SELFTEST_LDADD)
 rma_fork_test_SOURCES = rma/fork_test.c
 rma_fork_test_LDADD = $(SELFTEST_LDADD)
+rma_limits_test_SOURCES = rma/limits_test.c
+rma_limits_test_LDADD = $(SELFTEST_LDADD)
 rma_mmap_test_SOURCES = rma/mmap_test.c
 rma_mmap_test_LDADD = $(SELFTEST_LDADD)
 rma_teardown_test_SOURCES = rma/teardown_test.c
