@@ -8,12 +8,40 @@
 #include <linux/sched/signal.h>
 #include <linux/random.h>
 #include <linux/err.h>
+#include <linux/cred.h>
+#include <linux/hashtable.h>
 #include "scif_ep.h"
 #include "scif_transport.h"
 
-/* handle id -> accepted endpoint waiting for SCIF_ACCEPTREG (counted) */
-DEFINE_XARRAY_ALLOC1(scif_accept_xa);
-static u32 scif_accept_next;
+/*
+ * Accepted endpoints waiting for SCIF_ACCEPTREG (each counted), hashed by
+ * their handle: 64 random bits, nothing derived from an index or address.
+ * scif_accept_lock protects the table, every listener's accepted list and
+ * the acc_* fields of the endpoints on them.
+ */
+static DEFINE_HASHTABLE(scif_accept_ht, 8);
+DEFINE_SPINLOCK(scif_accept_lock);
+unsigned long scif_accept_count;	/* entries, under scif_accept_lock */
+
+/* The pending accept with @handle, or NULL.  scif_accept_lock held. */
+static struct scif_endpt *scif_accept_find(u64 handle)
+{
+	struct scif_endpt *nep;
+
+	hash_for_each_possible(scif_accept_ht, nep, acc_hnode, handle)
+		if (nep->acc_handle == handle)
+			return nep;
+	return NULL;
+}
+
+/* Remove @nep from the table and its listener's list.  Lock held. */
+static void scif_accept_unlink(struct scif_endpt *nep)
+{
+	hash_del(&nep->acc_hnode);
+	list_del_init(&nep->acc_link);
+	nep->acc_pending = false;
+	scif_accept_count--;
+}
 
 int scif_listen(struct scif_endpt *ep, int backlog)
 {
@@ -306,15 +334,12 @@ void scif_accepted_cleanup(struct scif_endpt *lep)
 	struct scif_endpt *nep;
 
 	for (;;) {
-		xa_lock(&scif_accept_xa);
+		spin_lock(&scif_accept_lock);
 		nep = list_first_entry_or_null(&lep->accepted,
 					       struct scif_endpt, acc_link);
-		if (nep) {
-			list_del_init(&nep->acc_link);
-			__xa_erase(&scif_accept_xa, nep->acc_id);
-			nep->acc_pending = false;
-		}
-		xa_unlock(&scif_accept_xa);
+		if (nep)
+			scif_accept_unlink(nep);
+		spin_unlock(&scif_accept_lock);
 		if (!nep)
 			break;
 		scif_ep_close(nep);
@@ -322,21 +347,24 @@ void scif_accepted_cleanup(struct scif_endpt *lep)
 	}
 }
 
+/*
+ * Take the pending accept with @handle off the table.  With @node (an
+ * ACCEPTREG) it must be of that node and have been accepted by a process
+ * with the caller's effective uid; a handle that does not match is left
+ * alone, exactly as if it did not exist.
+ */
 static struct scif_endpt *scif_accept_take(u64 handle, struct scif_node *node)
 {
-	u32 id = lower_32_bits(handle), gen = upper_32_bits(handle);
 	struct scif_endpt *nep;
 
-	xa_lock(&scif_accept_xa);
-	nep = xa_load(&scif_accept_xa, id);
-	if (nep && nep->acc_gen == gen && (!node || nep->node == node)) {
-		__xa_erase(&scif_accept_xa, id);
-		list_del_init(&nep->acc_link);
-		nep->acc_pending = false;
-	} else {
+	spin_lock(&scif_accept_lock);
+	nep = handle ? scif_accept_find(handle) : NULL;
+	if (nep && node &&
+	    (nep->node != node || !uid_eq(nep->acc_uid, current_euid())))
 		nep = NULL;
-	}
-	xa_unlock(&scif_accept_xa);
+	if (nep)
+		scif_accept_unlink(nep);
+	spin_unlock(&scif_accept_lock);
 	return nep;
 }
 
@@ -355,7 +383,7 @@ int scif_accept_drop(u64 handle)
 int scif_accept_req(struct scif_endpt *lep, struct scifioctl_accept *acc)
 {
 	struct scif_endpt *cep, *nep;
-	u32 id;
+	u64 handle;
 	int ret;
 
 	if (acc->flags & ~SCIF_ACCEPT_SYNC)
@@ -396,12 +424,7 @@ int scif_accept_req(struct scif_endpt *lep, struct scifioctl_accept *acc)
 	ret = scif_ring_alloc(nep);
 	if (ret)
 		goto refuse_nep;
-	nep->acc_gen = get_random_u32() | 1;
-	ret = xa_alloc_cyclic(&scif_accept_xa, &id, NULL, xa_limit_31b,
-			      &scif_accept_next, GFP_KERNEL_ACCOUNT);
-	if (ret < 0)
-		goto refuse_nep;
-	nep->acc_id = id;
+	nep->acc_uid = current_euid();
 	set_bit(SCIF_EPF_USED, &nep->flags);
 	nep->port = lep->port;
 	nep->peer_id.node = cep->node->id;
@@ -421,15 +444,20 @@ int scif_accept_req(struct scif_endpt *lep, struct scifioctl_accept *acc)
 	}
 
 	/* publish the handle; listener close cleans it up if never used */
-	xa_lock(&scif_accept_xa);
-	__xa_store(&scif_accept_xa, id, nep, GFP_ATOMIC);
+	spin_lock(&scif_accept_lock);
+	do {
+		handle = get_random_u64();
+	} while (!handle || scif_accept_find(handle));
+	nep->acc_handle = handle;
+	hash_add(scif_accept_ht, &nep->acc_hnode, handle);
 	nep->acc_pending = true;
 	list_add_tail(&nep->acc_link, &lep->accepted);
-	xa_unlock(&scif_accept_xa);
+	scif_accept_count++;
+	spin_unlock(&scif_accept_lock);
 
 	atomic64_inc(&scif_stats.accepts);
 	acc->peer = nep->peer_id;
-	acc->endpt = ((u64)nep->acc_gen << 32) | id;
+	acc->endpt = handle;
 	return 0;
 
 refuse_nep:

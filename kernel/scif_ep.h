@@ -20,7 +20,7 @@
  *   lep->lock                   listener state and its pending queue
  *   ep->lock (nested)           a connector's lock taken inside its
  *                               listener's lock while queueing a request
- *   scif_accept_xa (xa_lock)    accept handles and listeners' accepted lists
+ *   scif_accept_lock            accept handles and listeners' accepted lists
  *   ep->wq's lock               wake-ups are issued under any of the above
  *
  * Reference counting: ep->ref counts the file (scif_file), the peer's
@@ -40,6 +40,7 @@
 #include <linux/wait.h>
 #include <linux/refcount.h>
 #include <linux/xarray.h>
+#include <linux/uidgid.h>
 #include <linux/atomic.h>
 #include <linux/miscdevice.h>
 #include <scif_ioctl.h>
@@ -133,12 +134,13 @@ struct scif_endpt {
 	int nr_pending;
 	struct list_head pending;	/* connectors, each counted */
 
-	/* ---- protected by scif_accept_xa's lock ---- */
+	/* ---- protected by scif_accept_lock ---- */
 	struct list_head accepted;	/* listener: accepted, unregistered */
 	struct list_head acc_link;	/* accepted ep: in listener's list */
-	u32 acc_id;			/* index in scif_accept_xa */
-	u32 acc_gen;			/* random part of the handle */
-	bool acc_pending;		/* still in scif_accept_xa */
+	struct hlist_node acc_hnode;	/* accepted ep: in the handle table */
+	u64 acc_handle;			/* random, never 0; immutable once set */
+	kuid_t acc_uid;			/* euid of the ACCEPTREQ caller */
+	bool acc_pending;		/* still in the handle table */
 
 	/* receive ring, see struct scif_ring */
 	struct scif_ring rx;
@@ -180,7 +182,8 @@ extern struct scif_node scif_nodes[SCIF_MAX_NODES];
 extern struct mutex scif_nodes_mutex;
 extern struct mutex scif_eps_mutex;
 extern struct list_head scif_eps;
-extern struct xarray scif_accept_xa;
+extern spinlock_t scif_accept_lock;
+extern unsigned long scif_accept_count;
 extern const struct file_operations scif_fops;
 
 /* scif_ep.c */

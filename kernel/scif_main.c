@@ -61,7 +61,7 @@ static void __exit scif_exit(void)
 	scif_rma_exit();
 	if (!list_empty(&scif_eps))
 		pr_err("scif: endpoints leaked at exit\n");
-	if (!xa_empty(&scif_accept_xa))
+	if (scif_accept_count)
 		pr_err("scif: accept handles leaked at exit\n");
 	scif_debugfs_exit();
 }

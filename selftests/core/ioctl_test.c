@@ -8,6 +8,7 @@
  * EINVAL, closed descriptors EBADF, non-SCIF descriptors ENOTTY.  Every one
  * must end with an errno; the VM run fails on any kernel splat.
  */
+#include <grp.h>
 #include <sys/mman.h>
 
 #include <scif_ioctl.h>
@@ -191,21 +192,40 @@ static int raw_pending(int *l, int *c, struct scifioctl_accept *acc)
     return KSFT_PASS;
 }
 
+/* One message from the connector c arrives on the registered descriptor n. */
+static int raw_roundtrip(int c, int n)
+{
+    struct scifioctl_msg msg;
+    char buf[8] = "handle!";
+    struct pollfd p = {.fd = c, .events = POLLOUT};
+
+    CHECK(poll(&p, 1, 30000) == 1 && (p.revents & POLLOUT), "connect completion %#x",
+          p.revents);
+    memset(&msg, 0, sizeof(msg));
+    msg.msg = (uintptr_t)buf;
+    msg.len = 8;
+    msg.flags = SCIF_SEND_BLOCK;
+    CHECK_OK(ioctl(c, SCIF_SEND, &msg));
+    memset(buf, 0, sizeof(buf));
+    msg.flags = SCIF_RECV_BLOCK;
+    msg.out_len = 0;
+    CHECK_OK(ioctl(n, SCIF_RECV, &msg));
+    CHECK(msg.out_len == 8 && !strcmp(buf, "handle!"), "RECV out_len %d data %.8s",
+          msg.out_len, buf);
+    return KSFT_PASS;
+}
+
 static int t_raw_accept(void)
 {
     struct scifioctl_accept acc;
-    struct scifioctl_msg msg;
     int l, c, n;
-    char buf[8] = "rawdata";
-    struct pollfd p;
 
     if (raw_pending(&l, &c, &acc) != KSFT_PASS)
         return KSFT_FAIL;
     CHECK(acc.peer.node == 0 && acc.peer.port >= SCIF_PORT_RSVD, "peer %u:%u", acc.peer.node,
           acc.peer.port);
-    /* Opaque: not an address in the kernel half of the address space. */
-    CHECK(acc.endpt < 0xffff800000000000ULL, "ACCEPTREQ handle %#llx looks like a kernel address",
-          (unsigned long long)acc.endpt);
+    /* Opaque and never 0 (t_handle_random checks that it is random). */
+    CHECK(acc.endpt != 0, "ACCEPTREQ handle 0");
     n = dev_open();
     CHECK_OK(n);
     CHECK_OK(ioctl(n, SCIF_ACCEPTREG, &acc.endpt));
@@ -217,23 +237,7 @@ static int t_raw_accept(void)
         CHECK_OK(n2);
         CHECK_ERR(ioctl(n2, SCIF_ACCEPTREG, &h), EINVAL);
     }
-    p.fd = c;
-    p.events = POLLOUT;
-    CHECK(poll(&p, 1, 30000) == 1 && (p.revents & POLLOUT), "connect completion %#x",
-          p.revents);
-    memset(&msg, 0, sizeof(msg));
-    msg.msg = (uintptr_t)buf;
-    msg.len = 8;
-    msg.flags = SCIF_SEND_BLOCK;
-    CHECK_OK(ioctl(c, SCIF_SEND, &msg));
-    CHECK(msg.out_len == 8, "SEND out_len %d", msg.out_len);
-    memset(buf, 0, sizeof(buf));
-    msg.flags = SCIF_RECV_BLOCK;
-    msg.out_len = 0;
-    CHECK_OK(ioctl(n, SCIF_RECV, &msg));
-    CHECK(msg.out_len == 8 && !strcmp(buf, "rawdata"), "RECV out_len %d data %.8s", msg.out_len,
-          buf);
-    return KSFT_PASS;
+    return raw_roundtrip(c, n);
 }
 
 static int t_forged_handle(void)
@@ -258,6 +262,102 @@ static int t_forged_handle(void)
     }
     /* The genuine handle still works afterwards. */
     CHECK_OK(ioctl(n, SCIF_ACCEPTREG, &acc.endpt));
+    return KSFT_PASS;
+}
+
+/*
+ * Another user's process that learns a pending handle cannot register it:
+ * it gets what a nonexistent handle gets, and the owner's accept goes on.
+ */
+static int t_stolen_handle(void)
+{
+    struct scifioctl_accept acc;
+    int l, c, n, st;
+    pid_t pid;
+
+    if (geteuid() != 0)
+        return test_skip("needs root to run a child as another user");
+    if (raw_pending(&l, &c, &acc) != KSFT_PASS)
+        return KSFT_FAIL;
+    pid = fork();
+    CHECK(pid >= 0, "fork: %s", strerror(errno));
+    if (!pid) {
+        uint64_t h = acc.endpt, wrong = acc.endpt ^ 1;
+        int fd;
+
+        if (setgroups(0, NULL) || setgid(65534) || setuid(65534))
+            _exit(2);
+        fd = dev_open();
+        if (fd < 0)
+            _exit(3);
+        /* A wrong guess and the stolen handle: the same EINVAL. */
+        if (ioctl(fd, SCIF_ACCEPTREG, &wrong) != -1 || errno != EINVAL)
+            _exit(4);
+        if (ioctl(fd, SCIF_ACCEPTREG, &h) != -1)
+            _exit(5);
+        _exit(errno == EINVAL ? 0 : 6);
+    }
+    CHECK(waitpid(pid, &st, 0) == pid, "waitpid: %s", strerror(errno));
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+          "child as uid 65534: status %#x (5: it registered the stolen handle)", st);
+    n = dev_open();
+    CHECK_OK(n);
+    CHECK_OK(ioctl(n, SCIF_ACCEPTREG, &acc.endpt));
+    return raw_roundtrip(c, n);
+}
+
+/* The acceptor may fork between ACCEPTREQ and ACCEPTREG (same user). */
+static int t_handle_fork(void)
+{
+    struct scifioctl_accept acc;
+    int l, c, st;
+    pid_t pid;
+
+    if (raw_pending(&l, &c, &acc) != KSFT_PASS)
+        return KSFT_FAIL;
+    pid = fork();
+    CHECK(pid >= 0, "fork: %s", strerror(errno));
+    if (!pid) {
+        int n = dev_open();
+
+        if (n < 0 || ioctl(n, SCIF_ACCEPTREG, &acc.endpt))
+            _exit(1);
+        _exit(raw_roundtrip(c, n) == KSFT_PASS ? 0 : 2);
+    }
+    CHECK(waitpid(pid, &st, 0) == pid, "waitpid: %s", strerror(errno));
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child: status %#x", st);
+    return KSFT_PASS;
+}
+
+/*
+ * Handles carry no index: among the handles of successive accepts no low
+ * or high halves are equal or consecutive (a table index would be).
+ */
+static int t_handle_random(void)
+{
+    enum { N = 12 };
+    uint64_t h[N];
+    int i, j;
+
+    for (i = 0; i < N; i++) {
+        struct scifioctl_accept acc;
+        int l, c;
+
+        if (raw_pending(&l, &c, &acc) != KSFT_PASS)
+            return KSFT_FAIL;
+        h[i] = acc.endpt;
+        close(c);
+        close(l);
+    }
+    for (i = 0; i < N; i++)
+        for (j = 0; j < i; j++) {
+            uint32_t lo = (uint32_t)h[i] - (uint32_t)h[j];
+            uint32_t hi = (uint32_t)(h[i] >> 32) - (uint32_t)(h[j] >> 32);
+
+            CHECK(lo > 1 && lo != UINT32_MAX && hi > 1 && hi != UINT32_MAX,
+                  "handles %#llx and %#llx share or count a half", (unsigned long long)h[j],
+                  (unsigned long long)h[i]);
+        }
     return KSFT_PASS;
 }
 
@@ -432,6 +532,10 @@ static const struct scif_test tests[] = {
     {"raw ioctl connection: ACCEPTREQ gives an opaque handle, ACCEPTREG uses it once",
      t_raw_accept, 0},
     {"SCIF_ACCEPTREG with a forged handle: EINVAL", t_forged_handle, 0},
+    {"SCIF_ACCEPTREG of a stolen handle by another user: EINVAL, owner unaffected",
+     t_stolen_handle, 0},
+    {"SCIF_ACCEPTREG in a forked child of the acceptor", t_handle_fork, 0},
+    {"accept handles are 64 random bits, no index", t_handle_random, 0},
     {"SCIF_SEND/RECV with bad argument or message pointers (EFAULT), lengths, flags (EINVAL)", t_msg_bad, 0},
     {"every call on a closed descriptor: EBADF", t_ebadf, 0},
     {"every call on a non-SCIF descriptor: ENOTTY", t_enotty, 0},
