@@ -14,6 +14,8 @@
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <linux/version.h>
+#include <linux/backing-dev.h>
 #include <scif_ioctl.h>
 #include "scif_rma_priv.h"
 
@@ -27,31 +29,143 @@ atomic_t scif_rma_inflight = ATOMIC_INIT(0);
 atomic_t scif_rma_nwindows = ATOMIC_INIT(0);
 atomic_t scif_rma_nmaps = ATOMIC_INIT(0);
 
+/* Unpin in batches, rescheduling in between: windows may be huge. */
+#define SCIF_UNPIN_BATCH	512
+
+static void scif_unpin_pages(struct page **pages, unsigned long npages,
+			     bool dirty)
+{
+	unsigned long done, n;
+
+	for (done = 0; done < npages; done += n) {
+		n = min_t(unsigned long, npages - done, SCIF_UNPIN_BATCH);
+		unpin_user_pages_dirty_lock(pages + done, n, dirty);
+		cond_resched();
+	}
+}
+
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 5, 0)
+/*
+ * Before 6.5 GUP lets FOLL_LONGTERM | FOLL_WRITE pin pages of shared
+ * writable file mappings whose file system tracks dirty pages (ext4, xfs,
+ * ...), which then may be written behind the file system's back; 6.5 and
+ * later refuse them with EFAULT.  Refuse them here the same way: the test
+ * of vma_needs_dirty_tracking() (mm/mmap.c of 6.5), which lets shmem, tmpfs
+ * and hugetlbfs through.  Holes are left to GUP, which fails on them.
+ */
+static bool scif_vma_needs_dirty_tracking(struct vm_area_struct *vma)
+{
+	struct address_space *mapping;
+
+	if ((vma->vm_flags & (VM_WRITE | VM_SHARED)) != (VM_WRITE | VM_SHARED))
+		return false;
+	if (vma->vm_ops &&
+	    (vma->vm_ops->page_mkwrite || vma->vm_ops->pfn_mkwrite))
+		return true;
+	if (vma->vm_flags & VM_PFNMAP)
+		return false;
+	mapping = vma->vm_file ? vma->vm_file->f_mapping : NULL;
+	return mapping && mapping_can_writeback(mapping);
+}
+
+static bool scif_longterm_write_allowed(struct mm_struct *mm,
+					unsigned long start,
+					unsigned long end)
+{
+	struct vm_area_struct *vma;
+	unsigned long addr;
+
+	for (addr = start; addr < end; addr = vma->vm_end) {
+		vma = find_vma(mm, addr);
+		if (!vma || vma->vm_start > addr)
+			return true;
+		if (!vma_is_anonymous(vma) && scif_vma_needs_dirty_tracking(vma))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Long-term writable pins check the VMAs and pin under one mmap_lock hold,
+ * so the mappings cannot change in between.
+ */
+static long scif_pin_chunk(unsigned long start, int nr, unsigned int gup_flags,
+			   struct page **pages, bool locked)
+{
+	if (locked)
+		return pin_user_pages(start, nr, gup_flags, pages, NULL);
+	return pin_user_pages_fast(start, nr, gup_flags, pages);
+}
+
+static bool scif_pin_lock(unsigned long start, unsigned long npages,
+			  unsigned int gup_flags, int *err)
+{
+	struct mm_struct *mm = current->mm;
+
+	*err = 0;
+	if ((gup_flags & (FOLL_LONGTERM | FOLL_WRITE)) !=
+	    (FOLL_LONGTERM | FOLL_WRITE))
+		return false;
+	if (mmap_read_lock_killable(mm)) {
+		*err = -EINTR;
+		return false;
+	}
+	if (!scif_longterm_write_allowed(mm, start,
+					 start + (npages << PAGE_SHIFT))) {
+		mmap_read_unlock(mm);
+		*err = -EFAULT;
+		return false;
+	}
+	return true;
+}
+#else
+static long scif_pin_chunk(unsigned long start, int nr, unsigned int gup_flags,
+			   struct page **pages, bool locked)
+{
+	return pin_user_pages_fast(start, nr, gup_flags, pages);
+}
+
+static bool scif_pin_lock(unsigned long start, unsigned long npages,
+			  unsigned int gup_flags, int *err)
+{
+	*err = 0;
+	return false;
+}
+#endif
+
 int scif_pin_user(unsigned long start, unsigned long npages,
 		  unsigned int gup_flags, struct page **pages)
 {
 	unsigned long done = 0;
+	bool locked;
 	int ret;
 
+	locked = scif_pin_lock(start, npages, gup_flags, &ret);
+	if (ret)
+		return ret;
 	while (done < npages) {
 		int chunk = min_t(unsigned long, npages - done, INT_MAX / 2);
 
-		ret = pin_user_pages_fast(start + (done << PAGE_SHIFT), chunk,
-					  gup_flags, pages + done);
+		ret = scif_pin_chunk(start + (done << PAGE_SHIFT), chunk,
+				     gup_flags, pages + done, locked);
 		if (ret <= 0) {
+			if (locked)
+				mmap_read_unlock(current->mm);
 			if (done)
-				unpin_user_pages(pages, done);
+				scif_unpin_pages(pages, done, false);
 			return ret ? ret : -EFAULT;
 		}
 		done += ret;
 	}
+	if (locked)
+		mmap_read_unlock(current->mm);
 	atomic_long_add(npages, &scif_rma_pinned_pages);
 	return 0;
 }
 
 void scif_unpin_user(struct page **pages, unsigned long npages, bool dirty)
 {
-	unpin_user_pages_dirty_lock(pages, npages, dirty);
+	scif_unpin_pages(pages, npages, dirty);
 	atomic_long_sub(npages, &scif_rma_pinned_pages);
 }
 

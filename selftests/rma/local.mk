@@ -6,6 +6,7 @@ RMA_PROGS = \
 	rma/data_test \
 	rma/errno_test \
 	rma/fence_test \
+	rma/filemap_test \
 	rma/fork_test \
 	rma/limits_test \
 	rma/mmap_test \
@@ -20,6 +21,8 @@ rma_errno_test_SOURCES = rma/errno_test.c
 rma_errno_test_LDADD = $(SELFTEST_LDADD)
 rma_fence_test_SOURCES = rma/fence_test.c
 rma_fence_test_LDADD = $(SELFTEST_LDADD)
+rma_filemap_test_SOURCES = rma/filemap_test.c
+rma_filemap_test_LDADD = $(SELFTEST_LDADD)
 rma_fork_test_SOURCES = rma/fork_test.c
 rma_fork_test_LDADD = $(SELFTEST_LDADD)
 rma_limits_test_SOURCES = rma/limits_test.c
