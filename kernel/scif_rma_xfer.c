@@ -162,10 +162,38 @@ static void scif_xfer_copy(struct scif_xfer *x, size_t a, size_t b, bool dma)
 	scif_copy_cpu(&x->dst, &x->src, a + head + mid, b - a - head - mid);
 }
 
-static void scif_xfer_run(struct scif_xfer *x)
+/*
+ * Copy bytes [a, b) in pieces of about SCIF_XFER_PIECE, ending on
+ * destination cache lines (so the pieces move exactly what one call
+ * would), and stop with -EINTR between two pieces once the calling
+ * process got a fatal signal: a copy of a huge window in the caller must
+ * not keep a killed process alive.  Work items never see such a signal.
+ */
+#define SCIF_XFER_PIECE		(4UL << 20)
+
+static int scif_xfer_copy_pieces(struct scif_xfer *x, size_t a, size_t b,
+				 bool dma)
+{
+	while (b - a > SCIF_XFER_PIECE) {
+		size_t e = ALIGN(x->dst.first_off + a + SCIF_XFER_PIECE,
+				 SCIF_RMA_CACHELINE) - x->dst.first_off;
+
+		if (e >= b)
+			break;
+		scif_xfer_copy(x, a, e, dma);
+		a = e;
+		if (fatal_signal_pending(current))
+			return -EINTR;
+	}
+	scif_xfer_copy(x, a, b, dma);
+	return 0;
+}
+
+static int scif_xfer_run(struct scif_xfer *x)
 {
 	bool dma = x->dma;
 	size_t tail = x->len;
+	int err;
 
 	if (x->flags & SCIF_RMA_ORDERED) {
 		/* Start of the last (partial) cache line of the source. */
@@ -174,12 +202,15 @@ static void scif_xfer_run(struct scif_xfer *x)
 
 		tail = last > x->src.first_off ? last - x->src.first_off : 0;
 	}
-	scif_xfer_copy(x, 0, tail, dma);
+	err = scif_xfer_copy_pieces(x, 0, tail, dma);
+	if (err)
+		return err;
 	if (tail < x->len) {
 		/* Everything before is complete (DMA waited for); publish it. */
 		wmb();
 		scif_copy_cpu(&x->dst, &x->src, tail, x->len - tail);
 	}
+	return 0;
 }
 
 static void scif_xfer_done(struct scif_xfer *x)
@@ -294,10 +325,11 @@ long scif_rma_copy_ioctl(struct scif_endpt *ep, unsigned int cmd,
 	x->dma = !(c.flags & SCIF_RMA_USECPU) && c.len >= SCIF_DMA_MIN &&
 		 scif_ep_node(ep) != scif_ep_node(peer) && scif_dma_available();
 	async = x->dma && !(c.flags & SCIF_RMA_SYNC);
+	/* Nothing done yet: a signal restarts the call (SA_RESTART). */
 	if (async &&
 	    wait_event_interruptible(x->rma->fence_wq,
 				     scif_room(x->rma))) {
-		err = -EINTR;
+		err = -ERESTARTSYS;
 		goto fail;
 	}
 
@@ -347,11 +379,12 @@ long scif_rma_copy_ioctl(struct scif_endpt *ep, unsigned int cmd,
 	if (async) {
 		INIT_WORK(&x->work, scif_xfer_work);
 		queue_work(scif_rma_wq, &x->work);
-	} else {
-		scif_xfer_run(x);
-		scif_xfer_done(x);
+		return 0;
 	}
-	return 0;
+	/* Killed midway: the transfer ends (fences pass) with part copied. */
+	err = scif_xfer_run(x);
+	scif_xfer_done(x);
+	return err;
 
 fail:
 	scif_xfer_free(x);
@@ -432,11 +465,12 @@ long scif_fence_wait_ioctl(struct scif_endpt *ep, int mark)
 	seq = t->issued - ((t->issued - (u64)mark) & SCIF_MARK_SEQ_MASK);
 	spin_unlock(&t->fence_lock);
 
+	/* Waiting again on the same mark is harmless: restartable. */
 	err = wait_event_interruptible(rma->fence_wq,
 				       scif_fence_done(t, seq) ||
 				       READ_ONCE(rma->disconnected));
 	if (err)
-		err = -EINTR;
+		err = -ERESTARTSYS;
 	else if (!scif_fence_done(t, seq))
 		err = scif_ep_conn_state(ep) ?: -ECONNRESET;
 	if (peer)

@@ -10,6 +10,7 @@ RMA_PROGS = \
 	rma/fork_test \
 	rma/limits_test \
 	rma/mmap_test \
+	rma/signal_test \
 	rma/teardown_test
 noinst_PROGRAMS += $(RMA_PROGS)
 noinst_HEADERS += rma/rma_test.h
@@ -29,5 +30,7 @@ rma_limits_test_SOURCES = rma/limits_test.c
 rma_limits_test_LDADD = $(SELFTEST_LDADD)
 rma_mmap_test_SOURCES = rma/mmap_test.c
 rma_mmap_test_LDADD = $(SELFTEST_LDADD)
+rma_signal_test_SOURCES = rma/signal_test.c
+rma_signal_test_LDADD = $(SELFTEST_LDADD)
 rma_teardown_test_SOURCES = rma/teardown_test.c
 rma_teardown_test_LDADD = $(SELFTEST_LDADD)
