@@ -665,6 +665,7 @@ int scif_rma_ep_init(struct scif_endpt *ep)
 	INIT_LIST_HEAD(&rma->signals);
 	init_waitqueue_head(&rma->fence_wq);
 	INIT_LIST_HEAD(&rma->rcache.entries);
+	scif_xfer_ep_init(rma);
 	scif_ep_set_rma(ep, rma);
 	return 0;
 }

@@ -4,13 +4,16 @@
  * dmaengine DMA_MEMCPY channel.
  *
  * Both movers copy a byte range between two page vectors and return only
- * when the data has landed.  Every node lives on this host, so the pages of
- * both sides are directly reachable; a transport for remote hosts would
- * supply movers of its own with the same two calls.
+ * when the data has landed (or, DMA only, with -EINTR when a signal ended
+ * the wait: see scif_copy_dma()).  Every node lives on this host, so the
+ * pages of both sides are directly reachable; a transport for remote hosts
+ * would supply movers of its own with the same two calls.
  *
- * Module parameter dma_channel: "auto" (default: any memcpy capable
- * channel), "off" (CPU only), or a channel name such as "dma0chan0".
- * Writing it at run time releases the channel held so far.
+ * Module parameter dma_channel: "auto" (default: the first free memcpy
+ * capable channel, taken exclusively on the first transfer that could use
+ * it), "off" (CPU only), or a channel name such as "dma0chan0".  Writing it
+ * at run time releases the channel held so far.  dma_timeout_ms: how long
+ * a batch may take before the channel is reset.
  */
 #include <linux/debugfs.h>
 #include <linux/dma-mapping.h>
@@ -26,21 +29,40 @@
 
 /* Descriptors submitted before waiting for the batch. */
 #define SCIF_DMA_BATCH		256
-#define SCIF_DMA_TIMEOUT	(30 * HZ)
 
 /*
  * scif_dma_rwsem: shared by every DMA copy while it uses scif_dma.chan,
- * exclusive to change the channel.  scif_dma_param is protected by it too.
+ * exclusive to change or drop the channel.  scif_dma_param, chan, next_try
+ * and gen are protected by it; stalled is set under it shared (a flag) and
+ * cleared under it exclusive.  scif_dma.lock (irq safe, a leaf) protects
+ * the batches list (struct scif_dma_batch).
  */
 static DECLARE_RWSEM(scif_dma_rwsem);
 static char scif_dma_param[32] = "auto";
+static unsigned int scif_dma_timeout_ms = 5000;
+static void scif_dma_reset_work(struct work_struct *work);
 static struct {
 	struct dma_chan *chan;
 	unsigned long next_try;		/* jiffies: next channel request */
+	bool stalled;			/* a batch timed out: reset due */
+	unsigned long gen;		/* channel drops so far */
+	wait_queue_head_t reset_wq;	/* gen changed */
+	struct work_struct reset;
+	spinlock_t lock;
+	struct list_head batches;
+	atomic_t nbatches;
 	atomic64_t dma_bytes;
 	atomic64_t cpu_bytes;
 	atomic64_t dma_fallbacks;
-} scif_dma;
+	atomic64_t resets;
+} scif_dma = {
+	.reset_wq = __WAIT_QUEUE_HEAD_INITIALIZER(scif_dma.reset_wq),
+	.reset = __WORK_INITIALIZER(scif_dma.reset, scif_dma_reset_work),
+	.lock = __SPIN_LOCK_UNLOCKED(scif_dma.lock),
+	.batches = LIST_HEAD_INIT(scif_dma.batches),
+};
+
+static void scif_dma_drop_chan(void);
 
 static int scif_dma_param_set(const char *val, const struct kernel_param *kp)
 {
@@ -50,9 +72,7 @@ static int scif_dma_param_set(const char *val, const struct kernel_param *kp)
 	strim(buf);
 	down_write(&scif_dma_rwsem);
 	strscpy(scif_dma_param, strim(buf), sizeof(scif_dma_param));
-	if (scif_dma.chan)
-		dma_release_channel(scif_dma.chan);
-	scif_dma.chan = NULL;
+	scif_dma_drop_chan();
 	scif_dma.next_try = jiffies;
 	up_write(&scif_dma_rwsem);
 	return 0;
@@ -75,6 +95,9 @@ static const struct kernel_param_ops scif_dma_param_ops = {
 module_param_cb(dma_channel, &scif_dma_param_ops, NULL, 0644);
 MODULE_PARM_DESC(dma_channel,
 		 "RMA DMA channel: auto (default), off, or a channel name");
+module_param_named(dma_timeout_ms, scif_dma_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(dma_timeout_ms,
+		 "time a DMA batch may take before the channel is reset (ms)");
 
 /* ---- CPU mover ---- */
 
@@ -117,13 +140,17 @@ static struct dma_chan *scif_dma_chan_get(void)
 	dma_cap_mask_t mask;
 	struct dma_chan *chan;
 
+	if (READ_ONCE(scif_dma.stalled))
+		return NULL;
 	chan = READ_ONCE(scif_dma.chan);
 	if (chan || !strcmp(scif_dma_param, "off") ||
 	    time_before(jiffies, READ_ONCE(scif_dma.next_try)))
 		return chan;
 	up_read(&scif_dma_rwsem);
 	down_write(&scif_dma_rwsem);
-	if (!scif_dma.chan && strcmp(scif_dma_param, "off")) {
+	if (!scif_dma.chan && !READ_ONCE(scif_dma.stalled) &&
+	    strcmp(scif_dma_param, "off") &&
+	    !time_before(jiffies, scif_dma.next_try)) {
 		dma_cap_zero(mask);
 		dma_cap_set(DMA_MEMCPY, mask);
 		chan = dma_request_channel(mask, scif_dma_filter,
@@ -135,7 +162,7 @@ static struct dma_chan *scif_dma_chan_get(void)
 		scif_dma.next_try = jiffies + HZ / 10;
 	}
 	downgrade_write(&scif_dma_rwsem);
-	return scif_dma.chan;
+	return READ_ONCE(scif_dma.stalled) ? NULL : scif_dma.chan;
 }
 
 /* Is there a DMA channel to submit to now (requesting one if due)? */
@@ -143,155 +170,316 @@ bool scif_dma_available(void)
 {
 	bool have;
 
-	down_read(&scif_dma_rwsem);
+	if (READ_ONCE(scif_dma.stalled) ||
+	    down_read_interruptible(&scif_dma_rwsem))
+		return false;
 	have = scif_dma_chan_get();
 	up_read(&scif_dma_rwsem);
 	return have;
 }
 
+/* One mapped chunk of a batch; the pages are referenced (get_page). */
 struct scif_dma_map {
 	dma_addr_t s, d;
+	struct page *sp, *dp;
 	u32 len;
 };
 
-static void scif_dma_callback(void *arg)
+/*
+ * A batch of at most SCIF_DMA_BATCH descriptors.  It owns the DMA mappings
+ * of its chunks and a reference on every page they touch, so nothing it
+ * maps can be unmapped or freed while the engine may still access it, even
+ * when the copier gave up waiting (signal, timeout).
+ *
+ * Life time: kref, one for the copier until it stops waiting and one per
+ * submitted descriptor until its completion callback ran.  The last put
+ * (possibly from the engine's callback context) unmaps and frees it.  A
+ * batch is on scif_dma.batches (scif_dma.lock) for its whole life: when
+ * the channel is dropped (scif_dma_drop_chan(), no copier active) the
+ * batches left there are those whose descriptors were stopped by
+ * dmaengine_terminate_sync() and never call back, and are freed there.
+ */
+struct scif_dma_batch {
+	struct kref ref;
+	struct list_head link;
+	struct completion done;		/* every submitted descriptor ran */
+	atomic_t pending;		/* submitted, not called back; +1 bias */
+	bool failed;			/* a descriptor reported an error */
+	struct device *dev;
+	unsigned int n;			/* mapped chunks in m[] */
+	struct scif_dma_map m[SCIF_DMA_BATCH];
+};
+
+static void scif_dma_batch_destroy(struct scif_dma_batch *b)
 {
-	complete(arg);
+	unsigned int i;
+
+	for (i = 0; i < b->n; i++) {
+		dma_unmap_page(b->dev, b->m[i].s, b->m[i].len, DMA_TO_DEVICE);
+		dma_unmap_page(b->dev, b->m[i].d, b->m[i].len,
+			       DMA_FROM_DEVICE);
+		put_page(b->m[i].sp);
+		put_page(b->m[i].dp);
+	}
+	kvfree(b);
+	atomic_dec(&scif_dma.nbatches);
 }
 
-static void scif_dma_unmap(struct device *dev, struct scif_dma_map *m, int n)
+static void scif_dma_batch_release(struct kref *ref)
 {
-	while (n--) {
-		dma_unmap_page(dev, m[n].s, m[n].len, DMA_TO_DEVICE);
-		dma_unmap_page(dev, m[n].d, m[n].len, DMA_FROM_DEVICE);
+	struct scif_dma_batch *b = container_of(ref, struct scif_dma_batch,
+						ref);
+	unsigned long fl;
+
+	spin_lock_irqsave(&scif_dma.lock, fl);
+	list_del(&b->link);
+	spin_unlock_irqrestore(&scif_dma.lock, fl);
+	scif_dma_batch_destroy(b);
+}
+
+static void scif_dma_batch_put(struct scif_dma_batch *b)
+{
+	kref_put(&b->ref, scif_dma_batch_release);
+}
+
+/* Completion callback of every descriptor (any context, never sleeps). */
+static void scif_dma_callback(void *arg, const struct dmaengine_result *res)
+{
+	struct scif_dma_batch *b = arg;
+
+	if (res && res->result != DMA_TRANS_NOERROR)
+		WRITE_ONCE(b->failed, true);
+	if (atomic_dec_and_test(&b->pending))
+		complete(&b->done);
+	scif_dma_batch_put(b);
+}
+
+/* Map chunk i (len bytes from sp+so to dp+dof) of batch b. */
+static int scif_dma_map_chunk(struct scif_dma_batch *b, struct page *sp,
+			      size_t so, struct page *dp, size_t dof,
+			      size_t len)
+{
+	struct scif_dma_map *m = &b->m[b->n];
+
+	m->s = dma_map_page(b->dev, sp, so, len, DMA_TO_DEVICE);
+	if (dma_mapping_error(b->dev, m->s))
+		return -ENOMEM;
+	m->d = dma_map_page(b->dev, dp, dof, len, DMA_FROM_DEVICE);
+	if (dma_mapping_error(b->dev, m->d)) {
+		dma_unmap_page(b->dev, m->s, len, DMA_TO_DEVICE);
+		return -ENOMEM;
 	}
+	get_page(sp);
+	get_page(dp);
+	m->sp = sp;
+	m->dp = dp;
+	m->len = len;
+	b->n++;
+	return 0;
 }
 
 /*
- * One batch of at most SCIF_DMA_BATCH page chunks starting at byte *off.
- * Returns 0 when the chunks landed by DMA (advancing *off and *len), or an
- * error, in which case the caller copies the batch with the CPU.
+ * Map, submit and issue one batch starting at byte *off (at most
+ * SCIF_DMA_BATCH chunks); *moved gets its length.  Returns the error that
+ * stopped mapping or submitting early (what was submitted is issued all
+ * the same) or 0.
  */
-static int scif_dma_batch(struct dma_chan *chan, struct scif_dma_map *m,
-			  struct scif_pgvec *dst, struct scif_pgvec *src,
-			  size_t *off, size_t *len)
+static int scif_dma_submit(struct dma_chan *chan, struct scif_dma_batch *b,
+			   struct scif_pgvec *dst, struct scif_pgvec *src,
+			   size_t off, size_t len, size_t *moved)
 {
-	struct device *dev = chan->device->dev;
+	size_t s = src->first_off + off, d = dst->first_off + off;
 	struct dma_async_tx_descriptor *tx;
-	DECLARE_COMPLETION_ONSTACK(done);
-	size_t s = src->first_off + *off, d = dst->first_off + *off;
-	size_t left = *len, moved = 0;
-	dma_cookie_t cookie = -EINVAL;
-	int n = 0, err = 0;
+	dma_cookie_t cookie;
+	int err = 0;
 
-	while (left && n < SCIF_DMA_BATCH) {
+	*moved = 0;
+	while (len && b->n < SCIF_DMA_BATCH) {
 		size_t so = s & ~PAGE_MASK, dof = d & ~PAGE_MASK;
-		size_t chunk = min3(left, PAGE_SIZE - so, PAGE_SIZE - dof);
-		unsigned long fl = DMA_CTRL_ACK;
+		size_t chunk = min3(len, PAGE_SIZE - so, PAGE_SIZE - dof);
+		struct scif_dma_map *m = &b->m[b->n];
 
-		m[n].len = chunk;
-		m[n].s = dma_map_page(dev, src->pages[s >> PAGE_SHIFT], so,
-				      chunk, DMA_TO_DEVICE);
-		if (dma_mapping_error(dev, m[n].s)) {
-			err = -ENOMEM;
+		err = scif_dma_map_chunk(b, src->pages[s >> PAGE_SHIFT], so,
+					 dst->pages[d >> PAGE_SHIFT], dof,
+					 chunk);
+		if (err)
 			break;
-		}
-		m[n].d = dma_map_page(dev, dst->pages[d >> PAGE_SHIFT], dof,
-				      chunk, DMA_FROM_DEVICE);
-		if (dma_mapping_error(dev, m[n].d)) {
-			dma_unmap_page(dev, m[n].s, chunk, DMA_TO_DEVICE);
-			err = -ENOMEM;
-			break;
-		}
-		n++;
-		s += chunk;
-		d += chunk;
-		left -= chunk;
-		moved += chunk;
-		if (!left || n == SCIF_DMA_BATCH)
-			fl |= DMA_PREP_INTERRUPT;
-		tx = dmaengine_prep_dma_memcpy(chan, m[n - 1].d, m[n - 1].s,
-					       chunk, fl);
+		tx = dmaengine_prep_dma_memcpy(chan, m->d, m->s, chunk,
+					       DMA_CTRL_ACK |
+					       DMA_PREP_INTERRUPT);
 		if (!tx) {
 			err = -ENOMEM;
 			break;
 		}
-		if (fl & DMA_PREP_INTERRUPT) {
-			tx->callback = scif_dma_callback;
-			tx->callback_param = &done;
-		}
+		tx->callback_result = scif_dma_callback;
+		tx->callback_param = b;
+		kref_get(&b->ref);
+		atomic_inc(&b->pending);
 		cookie = dmaengine_submit(tx);
 		if (dma_submit_error(cookie)) {
+			/* Not queued: its callback never runs. */
+			atomic_dec(&b->pending);
+			kref_put(&b->ref, scif_dma_batch_release);
 			err = -EIO;
 			break;
 		}
+		s += chunk;
+		d += chunk;
+		len -= chunk;
+		*moved += chunk;
 	}
-	if (err) {
-		/* Let what was submitted drain, then let the CPU redo it all. */
-		if (!dma_submit_error(cookie)) {
-			dma_async_issue_pending(chan);
-			dma_sync_wait(chan, cookie);
-		}
-		scif_dma_unmap(dev, m, n);
-		return err;
-	}
-	dma_async_issue_pending(chan);
-	if (!wait_for_completion_timeout(&done, SCIF_DMA_TIMEOUT)) {
-		pr_err_ratelimited("scif: DMA timeout on %s\n",
-				   dma_chan_name(chan));
-		dmaengine_terminate_sync(chan);
-		err = -ETIMEDOUT;
-	} else if (dmaengine_tx_status(chan, cookie, NULL) != DMA_COMPLETE) {
-		err = -EIO;
-	}
-	scif_dma_unmap(dev, m, n);
-	if (!err) {
-		*off += moved;
-		*len -= moved;
-		atomic64_add(moved, &scif_dma.dma_bytes);
-	}
+	/* Whatever was submitted runs, and is waited for by the caller. */
+	if (*moved)
+		dma_async_issue_pending(chan);
+	if (atomic_dec_and_test(&b->pending))
+		complete(&b->done);
 	return err;
 }
 
 /*
+ * One batch: returns 0 when its *moved bytes landed by DMA; -EIO or
+ * -ENOMEM when it did not, but nothing of it is in flight any more (the
+ * CPU may redo it); -ETIMEDOUT or -EINTR when descriptors may still be in
+ * flight (the batch keeps its pages until they ran or the channel is
+ * dropped).
+ */
+static int scif_dma_batch(struct dma_chan *chan, struct scif_pgvec *dst,
+			  struct scif_pgvec *src, size_t off, size_t len,
+			  size_t *moved)
+{
+	unsigned long tmo = msecs_to_jiffies(READ_ONCE(scif_dma_timeout_ms));
+	struct scif_dma_batch *b;
+	unsigned long fl;
+	long left;
+	int err;
+
+	*moved = 0;
+	b = kvmalloc(sizeof(*b), GFP_KERNEL_ACCOUNT);
+	if (!b)
+		return -ENOMEM;
+	kref_init(&b->ref);
+	init_completion(&b->done);
+	atomic_set(&b->pending, 1);
+	b->failed = false;
+	b->dev = chan->device->dev;
+	b->n = 0;
+	atomic_inc(&scif_dma.nbatches);
+	spin_lock_irqsave(&scif_dma.lock, fl);
+	list_add_tail(&b->link, &scif_dma.batches);
+	spin_unlock_irqrestore(&scif_dma.lock, fl);
+
+	err = scif_dma_submit(chan, b, dst, src, off, len, moved);
+	left = wait_for_completion_interruptible_timeout(&b->done, tmo ?: 1);
+	if (left < 0) {
+		err = -EINTR;
+	} else if (!left) {
+		pr_err_ratelimited("scif: DMA timeout on %s, channel reset\n",
+				   dma_chan_name(chan));
+		err = -ETIMEDOUT;
+	} else if (!err && READ_ONCE(b->failed)) {
+		err = -EIO;
+	}
+	scif_dma_batch_put(b);
+	return err;
+}
+
+/* Drop the channel (scif_dma_rwsem held exclusive: no copier active). */
+static void scif_dma_drop_chan(void)
+{
+	struct scif_dma_batch *b, *tmp;
+	unsigned long fl;
+	LIST_HEAD(list);
+
+	if (scif_dma.chan) {
+		if (!list_empty(&scif_dma.batches) &&
+		    dmaengine_terminate_sync(scif_dma.chan)) {
+			/* Cannot stop it: keep the channel and its batches. */
+			pr_err("scif: cannot stop DMA channel %s\n",
+			       dma_chan_name(scif_dma.chan));
+			return;
+		}
+		/* Stopped: what is left never calls back. */
+		spin_lock_irqsave(&scif_dma.lock, fl);
+		list_splice_init(&scif_dma.batches, &list);
+		spin_unlock_irqrestore(&scif_dma.lock, fl);
+		list_for_each_entry_safe(b, tmp, &list, link)
+			scif_dma_batch_destroy(b);
+		dma_release_channel(scif_dma.chan);
+	}
+	scif_dma.chan = NULL;
+	WRITE_ONCE(scif_dma.stalled, false);
+	scif_dma.gen++;
+	wake_up_all(&scif_dma.reset_wq);
+}
+
+static void scif_dma_reset_work(struct work_struct *work)
+{
+	down_write(&scif_dma_rwsem);
+	if (READ_ONCE(scif_dma.stalled)) {
+		scif_dma_drop_chan();
+		atomic64_inc(&scif_dma.resets);
+		scif_dma.next_try = jiffies + HZ;
+	}
+	up_write(&scif_dma_rwsem);
+}
+
+/*
  * Copy bytes [off, off + len) with the DMA channel.  Returns 0 when all of
- * it was moved by DMA, -ENODEV when there is no channel (nothing copied),
- * or 0 after completing failed batches with the CPU.
+ * it was moved, by DMA or (after a failed batch, with nothing of it left in
+ * flight) by the CPU; -ENODEV when there is no channel (nothing copied);
+ * -EINTR when a signal ended the wait (the range is then undefined).
+ *
+ * A batch that times out marks the channel stalled: no new copy uses it,
+ * and once no copier is left on it, it is stopped
+ * (dmaengine_terminate_sync) and released; the timed-out copiers wait
+ * (interruptibly) for that before they redo their batch with the CPU, so
+ * a late DMA write can never land after the CPU copy.
  */
 int scif_copy_dma(struct scif_pgvec *dst, struct scif_pgvec *src,
 		  size_t off, size_t len)
 {
-	struct scif_dma_map *m;
 	struct dma_chan *chan;
+	unsigned long gen;
+	size_t moved;
 	int err = 0;
 
-	down_read(&scif_dma_rwsem);
+	/* A stalled channel's reset may wait for other copiers: don't. */
+	if (READ_ONCE(scif_dma.stalled))
+		return -ENODEV;
+	if (down_read_interruptible(&scif_dma_rwsem))
+		return -EINTR;
 	chan = scif_dma_chan_get();
 	if (!chan) {
 		up_read(&scif_dma_rwsem);
 		return -ENODEV;
 	}
-	m = kmalloc_array(SCIF_DMA_BATCH, sizeof(*m), GFP_KERNEL);
-	if (!m) {
-		up_read(&scif_dma_rwsem);
-		return -ENOMEM;
-	}
+	gen = scif_dma.gen;
 	while (len) {
-		size_t boff = off, blen = len;
-
-		err = scif_dma_batch(chan, m, dst, src, &off, &len);
-		if (err) {
-			/* Redo this batch and the rest with the CPU. */
-			atomic64_inc(&scif_dma.dma_fallbacks);
-			scif_copy_cpu(dst, src, boff, blen);
-			len = 0;
-			err = 0;
-		}
+		err = scif_dma_batch(chan, dst, src, off, len, &moved);
+		if (err)
+			break;
+		atomic64_add(moved, &scif_dma.dma_bytes);
+		off += moved;
+		len -= moved;
 		cond_resched();
 	}
-	kfree(m);
+	if (err == -ETIMEDOUT) {
+		WRITE_ONCE(scif_dma.stalled, true);	/* a flag: read lock ok */
+		queue_work(system_unbound_wq, &scif_dma.reset);
+	}
 	up_read(&scif_dma_rwsem);
-	return err;
+	if (err == -ETIMEDOUT &&
+	    wait_event_interruptible(scif_dma.reset_wq,
+				     READ_ONCE(scif_dma.gen) != gen))
+		err = -EINTR;
+	if (err == -EINTR)
+		return err;
+	if (err) {
+		/* Nothing of the failed batch is in flight: redo the rest. */
+		atomic64_inc(&scif_dma.dma_fallbacks);
+		scif_copy_cpu(dst, src, off, len);
+	}
+	return 0;
 }
 
 static int scif_dbg_dma_show(struct seq_file *s, void *unused)
@@ -304,6 +492,10 @@ static int scif_dbg_dma_show(struct seq_file *s, void *unused)
 		   (long long)atomic64_read(&scif_dma.dma_bytes),
 		   (long long)atomic64_read(&scif_dma.cpu_bytes),
 		   (long long)atomic64_read(&scif_dma.dma_fallbacks));
+	seq_printf(s, "resets %lld\nbatches %d\nqueue_max %d\n",
+		   (long long)atomic64_read(&scif_dma.resets),
+		   atomic_read(&scif_dma.nbatches),
+		   atomic_read(&scif_rma_queue_max));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(scif_dbg_dma);
@@ -313,6 +505,8 @@ int scif_dma_init(struct dentry *dbg)
 	atomic64_set(&scif_dma.dma_bytes, 0);
 	atomic64_set(&scif_dma.cpu_bytes, 0);
 	atomic64_set(&scif_dma.dma_fallbacks, 0);
+	atomic64_set(&scif_dma.resets, 0);
+	atomic_set(&scif_dma.nbatches, 0);
 	scif_dma.next_try = jiffies;
 	if (dbg)
 		debugfs_create_file("rma_dma", 0444, dbg, NULL,
@@ -322,9 +516,8 @@ int scif_dma_init(struct dentry *dbg)
 
 void scif_dma_exit(void)
 {
+	cancel_work_sync(&scif_dma.reset);
 	down_write(&scif_dma_rwsem);
-	if (scif_dma.chan)
-		dma_release_channel(scif_dma.chan);
-	scif_dma.chan = NULL;
+	scif_dma_drop_chan();
 	up_write(&scif_dma_rwsem);
 }

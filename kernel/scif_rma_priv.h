@@ -140,7 +140,7 @@ struct scif_rcache_entry {
  * lookups take it shared, registration, unregistration, mmap and the
  * release of a mapping exclusive.
  * fence_lock (spinlock) protects issued, inflight, ninflight, signals,
- * nsignals and disconnected.
+ * nsignals, disconnected, nqueued, queue and queue_running.
  * The rcache list and count are protected by a global spinlock of
  * scif_rma_cache.c (scif_rcache_lock).
  *
@@ -182,6 +182,19 @@ struct scif_rma_ep {
 	wait_queue_head_t fence_wq;
 	bool disconnected;
 
+	/*
+	 * Asynchronous transfers: nqueued counts those admitted (a slot taken
+	 * before pinning, given back when freed; at most SCIF_MAX_INFLIGHT).
+	 * queue holds those waiting for queue_work, which runs them one at a
+	 * time on the unbound scif_rma_wq while queue_running is set (holding
+	 * a reference on this structure), so that each endpoint has at most
+	 * one transfer on the DMA channel and endpoints progress side by side.
+	 */
+	unsigned int nqueued;
+	struct list_head queue;
+	bool queue_running;
+	struct work_struct queue_work;
+
 	struct {
 		struct list_head entries;
 		unsigned int count;
@@ -200,7 +213,7 @@ struct scif_pgvec {
  * completes.  Linked on the initiator's rma->inflight under fence_lock.
  */
 struct scif_xfer {
-	struct work_struct work;
+	struct list_head qlink;		/* on rma->queue (async) */
 	struct list_head link;
 	u64 seq;
 	struct scif_endpt *ep;		/* initiator, counted */
@@ -209,6 +222,7 @@ struct scif_xfer {
 	struct scif_rma_ep *peer_rma;
 	int flags;
 	bool dma;			/* the DMA engine may move the data */
+	bool slot;			/* holds one of rma->nqueued */
 	size_t len;
 	struct scif_pgvec src;
 	struct scif_pgvec dst;
@@ -221,6 +235,8 @@ struct scif_xfer {
 	struct page **upages;		/* per call user pins */
 	unsigned long nupages;
 	bool upages_dirty;
+	struct mm_struct *mm;		/* async: mmgrab()ed, charged */
+	unsigned long charged;		/* upages charged to mm->pinned_vm */
 	struct scif_rcache_entry *rce;	/* or a cache entry */
 };
 
@@ -229,6 +245,7 @@ extern atomic_long_t scif_rma_pinned_pages;
 extern atomic_t scif_rma_inflight;
 extern atomic_t scif_rma_nwindows;
 extern atomic_t scif_rma_nmaps;
+extern atomic_t scif_rma_queue_max;
 extern struct workqueue_struct *scif_rma_wq;
 
 /* scif_rma.c */
@@ -248,6 +265,7 @@ long scif_fence_mark_ioctl(struct scif_endpt *ep, void __user *uarg);
 long scif_fence_wait_ioctl(struct scif_endpt *ep, int mark);
 long scif_fence_signal_ioctl(struct scif_endpt *ep, void __user *uarg);
 void scif_fence_release(struct scif_rma_ep *rma);
+void scif_xfer_ep_init(struct scif_rma_ep *rma);
 int scif_xfer_init(void);
 void scif_xfer_exit(void);
 

@@ -37,7 +37,8 @@
 
 /*
  * Asynchronous transfers an endpoint may have queued; a further one waits
- * (interruptibly) for room, so a process cannot pin unbounded memory.
+ * (interruptibly) for a slot before it pins anything.  A slot is taken
+ * atomically with the check, so the bound holds for any number of threads.
  */
 #define SCIF_MAX_INFLIGHT	64
 
@@ -52,6 +53,8 @@
 #define SCIF_DMA_MIN		256
 
 struct workqueue_struct *scif_rma_wq;
+/* Most transfers one endpoint ever had in flight at once (debugfs). */
+atomic_t scif_rma_queue_max = ATOMIC_INIT(0);
 
 /* ---- fence bookkeeping, all under rma->fence_lock ---- */
 
@@ -73,15 +76,23 @@ static bool scif_fence_done(struct scif_rma_ep *rma, u64 seq)
 	return done;
 }
 
-/* Room for another asynchronous transfer (or no point waiting). */
-static bool scif_room(struct scif_rma_ep *rma)
+/*
+ * Take a slot for an asynchronous transfer if there is one; true also
+ * when disconnected (no point waiting: the transfer then fails).
+ */
+static bool scif_slot_take(struct scif_xfer *x)
 {
-	bool room;
+	struct scif_rma_ep *rma = x->rma;
+	bool done;
 
 	spin_lock(&rma->fence_lock);
-	room = rma->ninflight < SCIF_MAX_INFLIGHT || rma->disconnected;
+	if (rma->nqueued < SCIF_MAX_INFLIGHT) {
+		rma->nqueued++;
+		x->slot = true;
+	}
+	done = x->slot || rma->disconnected;
 	spin_unlock(&rma->fence_lock);
-	return room;
+	return done;
 }
 
 /* Write and free the signals on @list (no lock held). */
@@ -130,6 +141,16 @@ static void scif_xfer_free(struct scif_xfer *x)
 		scif_unpin_user(x->upages, x->nupages, x->upages_dirty);
 		kvfree(x->upages);
 	}
+	if (x->mm) {
+		atomic64_sub(x->charged, &x->mm->pinned_vm);
+		mmdrop(x->mm);
+	}
+	if (x->slot) {
+		spin_lock(&x->rma->fence_lock);
+		x->rma->nqueued--;
+		spin_unlock(&x->rma->fence_lock);
+		wake_up_all(&x->rma->fence_wq);
+	}
 	if (x->rce)
 		scif_rcache_put(x->rce);
 	kvfree(x->src_alloc);
@@ -139,16 +160,20 @@ static void scif_xfer_free(struct scif_xfer *x)
 	kfree(x);
 }
 
-/* Copy bytes [a, b) of the transfer, by DMA when allowed and worth it. */
-static void scif_xfer_copy(struct scif_xfer *x, size_t a, size_t b, bool dma)
+/*
+ * Copy bytes [a, b) of the transfer, by DMA when allowed and worth it.
+ * Returns 0, or -EINTR when a signal ended a DMA wait.
+ */
+static int scif_xfer_copy(struct scif_xfer *x, size_t a, size_t b, bool dma)
 {
 	size_t head, mid;
+	int err;
 
 	if (b <= a)
-		return;
+		return 0;
 	if (!dma || b - a < SCIF_DMA_MIN) {
 		scif_copy_cpu(&x->dst, &x->src, a, b - a);
-		return;
+		return 0;
 	}
 	/* CPU for the head up to a destination cache line, and the tail. */
 	head = (SCIF_RMA_CACHELINE -
@@ -157,9 +182,13 @@ static void scif_xfer_copy(struct scif_xfer *x, size_t a, size_t b, bool dma)
 	head = min(head, b - a);
 	mid = ALIGN_DOWN(b - a - head, SCIF_RMA_CACHELINE);
 	scif_copy_cpu(&x->dst, &x->src, a, head);
-	if (mid && scif_copy_dma(&x->dst, &x->src, a + head, mid))
+	err = mid ? scif_copy_dma(&x->dst, &x->src, a + head, mid) : 0;
+	if (err == -ENODEV)
 		scif_copy_cpu(&x->dst, &x->src, a + head, mid);
+	else if (err)
+		return err;
 	scif_copy_cpu(&x->dst, &x->src, a + head + mid, b - a - head - mid);
+	return 0;
 }
 
 /*
@@ -168,25 +197,29 @@ static void scif_xfer_copy(struct scif_xfer *x, size_t a, size_t b, bool dma)
  * would), and stop with -EINTR between two pieces once the calling
  * process got a fatal signal: a copy of a huge window in the caller must
  * not keep a killed process alive.  Work items never see such a signal.
+ * A DMA wait ended by a signal also ends the copy (-EINTR).
  */
 #define SCIF_XFER_PIECE		(4UL << 20)
 
 static int scif_xfer_copy_pieces(struct scif_xfer *x, size_t a, size_t b,
 				 bool dma)
 {
+	int err;
+
 	while (b - a > SCIF_XFER_PIECE) {
 		size_t e = ALIGN(x->dst.first_off + a + SCIF_XFER_PIECE,
 				 SCIF_RMA_CACHELINE) - x->dst.first_off;
 
 		if (e >= b)
 			break;
-		scif_xfer_copy(x, a, e, dma);
+		err = scif_xfer_copy(x, a, e, dma);
+		if (err)
+			return err;
 		a = e;
 		if (fatal_signal_pending(current))
 			return -EINTR;
 	}
-	scif_xfer_copy(x, a, b, dma);
-	return 0;
+	return scif_xfer_copy(x, a, b, dma);
 }
 
 static int scif_xfer_run(struct scif_xfer *x)
@@ -239,19 +272,71 @@ static void scif_xfer_done(struct scif_xfer *x)
 	atomic_dec(&scif_rma_inflight);
 }
 
-static void scif_xfer_work(struct work_struct *work)
+/*
+ * The endpoint's queue runner: its transfers one after the other, so that
+ * an endpoint with a long queue has one transfer at a time on the DMA
+ * channel and other endpoints' runners go on side by side.  Holds a
+ * reference on rma while queue_running (the last transfer's free may drop
+ * the endpoint's).
+ */
+static void scif_xfer_queue_work(struct work_struct *work)
 {
-	struct scif_xfer *x = container_of(work, struct scif_xfer, work);
+	struct scif_rma_ep *rma = container_of(work, struct scif_rma_ep,
+					       queue_work);
+	struct scif_xfer *x;
 
-	scif_xfer_run(x);
-	scif_xfer_done(x);
+	for (;;) {
+		spin_lock(&rma->fence_lock);
+		x = list_first_entry_or_null(&rma->queue, struct scif_xfer,
+					     qlink);
+		if (x)
+			list_del(&x->qlink);
+		else
+			rma->queue_running = false;
+		spin_unlock(&rma->fence_lock);
+		if (!x)
+			break;
+		/* Kernel thread: no signal ends a DMA wait here. */
+		scif_xfer_run(x);
+		scif_xfer_done(x);
+		cond_resched();
+	}
+	scif_rma_ep_put(rma);
 }
 
-/* Pin (or find in the cache) the user range of a v* call. */
+void scif_xfer_ep_init(struct scif_rma_ep *rma)
+{
+	INIT_LIST_HEAD(&rma->queue);
+	INIT_WORK(&rma->queue_work, scif_xfer_queue_work);
+}
+
+/* Hand an issued asynchronous transfer to its endpoint's runner. */
+static void scif_xfer_queue(struct scif_xfer *x)
+{
+	struct scif_rma_ep *rma = x->rma;
+	bool start;
+
+	spin_lock(&rma->fence_lock);
+	list_add_tail(&x->qlink, &rma->queue);
+	start = !rma->queue_running;
+	rma->queue_running = true;
+	spin_unlock(&rma->fence_lock);
+	if (start) {
+		scif_rma_ep_get(rma);
+		queue_work(scif_rma_wq, &rma->queue_work);
+	}
+}
+
+/*
+ * Pin (or find in the cache) the user range of a v* call.  Pins that
+ * outlive the call (asynchronous transfers) are long-term pins, charged
+ * to RLIMIT_MEMLOCK like windows (ENOMEM past it without CAP_IPC_LOCK).
+ */
 static int scif_xfer_user(struct scif_xfer *x, u64 addr, size_t len,
-			  bool write, struct scif_pgvec *pv)
+			  bool write, bool async, struct scif_pgvec *pv)
 {
 	unsigned long start = addr & PAGE_MASK;
+	unsigned int gup = write ? FOLL_WRITE : 0;
 	unsigned long npages;
 	int err;
 
@@ -269,11 +354,20 @@ static int scif_xfer_user(struct scif_xfer *x, u64 addr, size_t len,
 		}
 	}
 	/* len was checked against the peer's windows: bounded by real pins */
+	if (async) {
+		err = scif_charge(current->mm, npages);
+		if (err)
+			return err;
+		x->mm = current->mm;
+		mmgrab(x->mm);
+		x->charged = npages;
+		gup |= FOLL_LONGTERM;
+	}
 	x->upages = kvmalloc_array(npages, sizeof(*x->upages),
 				   GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 	if (!x->upages)
 		return -ENOMEM;
-	err = scif_pin_user(start, npages, write ? FOLL_WRITE : 0, x->upages);
+	err = scif_pin_user(start, npages, gup, x->upages);
 	if (err) {
 		kvfree(x->upages);
 		x->upages = NULL;
@@ -291,8 +385,8 @@ long scif_rma_copy_ioctl(struct scif_endpt *ep, unsigned int cmd,
 	struct scifioctl_copy c;
 	struct scif_endpt *peer;
 	struct scif_xfer *x;
+	int err, n, max;
 	bool async;
-	int err;
 
 	if (copy_from_user(&c, uarg, sizeof(c)))
 		return -EFAULT;
@@ -327,8 +421,7 @@ long scif_rma_copy_ioctl(struct scif_endpt *ep, unsigned int cmd,
 	async = x->dma && !(c.flags & SCIF_RMA_SYNC);
 	/* Nothing done yet: a signal restarts the call (SA_RESTART). */
 	if (async &&
-	    wait_event_interruptible(x->rma->fence_wq,
-				     scif_room(x->rma))) {
+	    wait_event_interruptible(x->rma->fence_wq, scif_slot_take(x))) {
 		err = -ERESTARTSYS;
 		goto fail;
 	}
@@ -352,13 +445,15 @@ long scif_rma_copy_ioctl(struct scif_endpt *ep, unsigned int cmd,
 		err = scif_rma_gather(x->peer_rma, c.roffset, c.len,
 				      SCIF_PROT_READ, x, &x->src);
 		if (!err)
-			err = scif_xfer_user(x, c.addr, c.len, true, &x->dst);
+			err = scif_xfer_user(x, c.addr, c.len, true, async,
+					     &x->dst);
 		break;
 	default: /* SCIF_VWRITETO */
 		err = scif_rma_gather(x->peer_rma, c.roffset, c.len,
 				      SCIF_PROT_WRITE, x, &x->dst);
 		if (!err)
-			err = scif_xfer_user(x, c.addr, c.len, false, &x->src);
+			err = scif_xfer_user(x, c.addr, c.len, false, async,
+					     &x->src);
 		break;
 	}
 	if (err)
@@ -373,12 +468,15 @@ long scif_rma_copy_ioctl(struct scif_endpt *ep, unsigned int cmd,
 	x->seq = ++x->rma->issued;
 	list_add_tail(&x->link, &x->rma->inflight);
 	x->rma->ninflight++;
+	n = x->rma->ninflight;
 	spin_unlock(&x->rma->fence_lock);
 	atomic_inc(&scif_rma_inflight);
+	max = atomic_read(&scif_rma_queue_max);
+	while (n > max && !atomic_try_cmpxchg(&scif_rma_queue_max, &max, n))
+		;
 
 	if (async) {
-		INIT_WORK(&x->work, scif_xfer_work);
-		queue_work(scif_rma_wq, &x->work);
+		scif_xfer_queue(x);
 		return 0;
 	}
 	/* Killed midway: the transfer ends (fences pass) with part copied. */
@@ -601,7 +699,8 @@ out:
 
 int scif_xfer_init(void)
 {
-	scif_rma_wq = alloc_workqueue("scif_rma", WQ_UNBOUND, 0);
+	/* One work item per endpoint with queued transfers (not ordered). */
+	scif_rma_wq = alloc_workqueue("scif_rma", WQ_UNBOUND, WQ_MAX_ACTIVE);
 	return scif_rma_wq ? 0 : -ENOMEM;
 }
 

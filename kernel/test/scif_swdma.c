@@ -8,9 +8,18 @@
  *
  * Not for production: "DMA" addresses are resolved back to kernel virtual
  * addresses, which only works with direct (non-IOMMU) DMA mapping.
+ *
+ * Fault injection (module parameters, writable at run time):
+ *   fail_submit=N  the Nth tx_submit from now fails (-EIO), once;
+ *   stall=1        descriptors issued from now on are parked: not run, not
+ *                  completed; once stall is 0 again, the next issue_pending
+ *                  resumes them in order (terminate_all drops them);
+ *   delay_ms=N     each descriptor runs (and completes) N ms late.
+ * parked (read only) counts the parked descriptors.
  */
 #include <linux/dma-direct.h>
 #include <linux/dma-mapping.h>
+#include <linux/delay.h>
 #include <linux/dmaengine.h>
 #include <linux/module.h>
 #include <linux/platform_device.h>
@@ -27,8 +36,8 @@ struct swdma_desc {
 };
 
 /*
- * lock protects submitted, issued and the channel's cookie fields;
- * the work item is the only consumer of issued.
+ * lock protects submitted, issued, parked, nparked, fail_submit and the
+ * channel's cookie fields; the work item is the only consumer of issued.
  */
 struct swdma {
 	struct dma_device dd;
@@ -37,12 +46,36 @@ struct swdma {
 	spinlock_t lock;
 	struct list_head submitted;
 	struct list_head issued;
+	struct list_head parked;
+	unsigned int nparked;
 	struct work_struct work;
 	atomic64_t copied;
 	atomic64_t descs;
 };
 
 static struct swdma *swdma;
+
+static int fail_submit;
+module_param(fail_submit, int, 0644);
+MODULE_PARM_DESC(fail_submit, "fault: the Nth submit from now fails (0: off)");
+static bool stall;
+module_param(stall, bool, 0644);
+MODULE_PARM_DESC(stall, "fault: issued descriptors never complete");
+static unsigned int delay_ms;
+module_param(delay_ms, uint, 0644);
+MODULE_PARM_DESC(delay_ms, "fault: every descriptor completes this late");
+
+static int swdma_parked_get(char *buf, const struct kernel_param *kp)
+{
+	return scnprintf(buf, PAGE_SIZE, "%u\n",
+			 swdma ? READ_ONCE(swdma->nparked) : 0);
+}
+
+static const struct kernel_param_ops swdma_parked_ops = {
+	.get = swdma_parked_get,
+};
+module_param_cb(parked, &swdma_parked_ops, NULL, 0444);
+MODULE_PARM_DESC(parked, "descriptors parked by stall");
 
 static unsigned long long swdma_bytes_get(void)
 {
@@ -74,6 +107,11 @@ static dma_cookie_t swdma_submit(struct dma_async_tx_descriptor *tx)
 	unsigned long fl;
 
 	spin_lock_irqsave(&s->lock, fl);
+	if (fail_submit > 0 && !--fail_submit) {
+		spin_unlock_irqrestore(&s->lock, fl);
+		kfree(d);
+		return -EIO;
+	}
 	cookie = c->cookie + 1;
 	if (cookie < DMA_MIN_COOKIE)
 		cookie = DMA_MIN_COOKIE;
@@ -113,11 +151,19 @@ static void swdma_work(struct work_struct *w)
 		spin_lock_irqsave(&s->lock, fl);
 		d = list_first_entry_or_null(&s->issued, struct swdma_desc,
 					     link);
+		if (d && READ_ONCE(stall)) {
+			list_move_tail(&d->link, &s->parked);
+			s->nparked++;
+			spin_unlock_irqrestore(&s->lock, fl);
+			continue;
+		}
 		if (d)
 			list_del(&d->link);
 		spin_unlock_irqrestore(&s->lock, fl);
 		if (!d)
 			break;
+		if (READ_ONCE(delay_ms))
+			msleep(READ_ONCE(delay_ms));
 		memcpy(phys_to_virt(dma_to_phys(dev, d->dst)),
 		       phys_to_virt(dma_to_phys(dev, d->src)), d->len);
 		atomic64_add(d->len, &s->copied);
@@ -141,6 +187,11 @@ static void swdma_issue_pending(struct dma_chan *c)
 	unsigned long fl;
 
 	spin_lock_irqsave(&s->lock, fl);
+	if (!READ_ONCE(stall)) {
+		/* Parked ones were issued first: they go first. */
+		list_splice_init(&s->parked, &s->issued);
+		s->nparked = 0;
+	}
 	list_splice_tail_init(&s->submitted, &s->issued);
 	spin_unlock_irqrestore(&s->lock, fl);
 	queue_work(system_unbound_wq, &s->work);
@@ -168,25 +219,7 @@ static int swdma_alloc_chan(struct dma_chan *c)
 	return 1;
 }
 
-static void swdma_drain(struct swdma *s)
-{
-	struct swdma_desc *d, *tmp;
-	unsigned long fl;
-	LIST_HEAD(list);
-
-	spin_lock_irqsave(&s->lock, fl);
-	list_splice_init(&s->submitted, &list);
-	spin_unlock_irqrestore(&s->lock, fl);
-	list_for_each_entry_safe(d, tmp, &list, link)
-		kfree(d);
-	flush_work(&s->work);
-}
-
-static void swdma_free_chan(struct dma_chan *c)
-{
-	swdma_drain(to_swdma(c));
-}
-
+/* Drop every descriptor not yet run (no callbacks: they were aborted). */
 static int swdma_terminate_all(struct dma_chan *c)
 {
 	struct swdma *s = to_swdma(c);
@@ -197,10 +230,23 @@ static int swdma_terminate_all(struct dma_chan *c)
 	spin_lock_irqsave(&s->lock, fl);
 	list_splice_init(&s->submitted, &list);
 	list_splice_init(&s->issued, &list);
+	list_splice_init(&s->parked, &list);
+	s->nparked = 0;
 	spin_unlock_irqrestore(&s->lock, fl);
 	list_for_each_entry_safe(d, tmp, &list, link)
 		kfree(d);
 	return 0;
+}
+
+static void swdma_drain(struct swdma *s)
+{
+	swdma_terminate_all(&s->chan);
+	flush_work(&s->work);
+}
+
+static void swdma_free_chan(struct dma_chan *c)
+{
+	swdma_drain(to_swdma(c));
 }
 
 static void swdma_synchronize(struct dma_chan *c)
@@ -225,6 +271,7 @@ static int swdma_probe(struct platform_device *pdev)
 	spin_lock_init(&s->lock);
 	INIT_LIST_HEAD(&s->submitted);
 	INIT_LIST_HEAD(&s->issued);
+	INIT_LIST_HEAD(&s->parked);
 	INIT_WORK(&s->work, swdma_work);
 	s->pdev = pdev;
 	err = dma_coerce_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));

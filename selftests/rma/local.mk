@@ -4,6 +4,7 @@
 
 RMA_PROGS = \
 	rma/data_test \
+	rma/dma_test \
 	rma/errno_test \
 	rma/fence_test \
 	rma/filemap_test \
@@ -18,6 +19,8 @@ VM_SELFTESTS += $(RMA_PROGS)
 
 rma_data_test_SOURCES = rma/data_test.c
 rma_data_test_LDADD = $(SELFTEST_LDADD)
+rma_dma_test_SOURCES = rma/dma_test.c
+rma_dma_test_LDADD = $(SELFTEST_LDADD)
 rma_errno_test_SOURCES = rma/errno_test.c
 rma_errno_test_LDADD = $(SELFTEST_LDADD)
 rma_fence_test_SOURCES = rma/fence_test.c

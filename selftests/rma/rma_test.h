@@ -66,21 +66,41 @@ static inline long long first_diff(const void *a, const void *b, size_t len)
 	return -1;
 }
 
-/* A debugfs counter of the module (pinned_pages, rma_inflight, windows). */
-static inline long long dbg_counter(const char *name)
+/* The integer in a (sysfs, debugfs) file, or -1. */
+static inline long long read_long(const char *path)
 {
-	char path[128];
 	long long v = -1;
-	FILE *f;
+	FILE *f = fopen(path, "r");
 
-	snprintf(path, sizeof(path), DBG_DIR "/%s", name);
-	f = fopen(path, "r");
 	if (!f)
 		return -1;
 	if (fscanf(f, "%lld", &v) != 1)
 		v = -1;
 	fclose(f);
 	return v;
+}
+
+/* Write an integer to a (sysfs, debugfs) file: 0 or -1. */
+static inline int write_long(const char *path, long long v)
+{
+	FILE *f = fopen(path, "w");
+	int r;
+
+	if (!f)
+		return -1;
+	r = fprintf(f, "%lld\n", v) > 0 ? 0 : -1;
+	if (fclose(f))
+		r = -1;
+	return r;
+}
+
+/* A debugfs counter of the module (pinned_pages, rma_inflight, windows). */
+static inline long long dbg_counter(const char *name)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), DBG_DIR "/%s", name);
+	return read_long(path);
 }
 
 /* Wait up to ~20 s for a counter to reach @want; returns its last value. */
@@ -100,17 +120,9 @@ static inline long long dbg_wait(const char *name, long long want)
 static inline int dbg_write(const char *name, int v)
 {
 	char path[128];
-	FILE *f;
-	int r;
 
 	snprintf(path, sizeof(path), DBG_DIR "/%s", name);
-	f = fopen(path, "w");
-	if (!f)
-		return -1;
-	r = fprintf(f, "%d\n", v) > 0 ? 0 : -1;
-	if (fclose(f))
-		r = -1;
-	return r;
+	return write_long(path, v);
 }
 
 /*
