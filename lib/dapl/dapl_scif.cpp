@@ -317,7 +317,10 @@ static DAT_RETURN DAT_API ia_close(DAT_IA_HANDLE h, DAT_CLOSE_FLAGS flags)
 						victim = o;
 						break;
 					}
-				if (victim && t != DAT_HANDLE_TYPE_EVD)
+				/* An EVD is only unlinked here (destroyed
+				 * below, unlocked): left linked, the next pass
+				 * would find it again after its delete. */
+				if (victim)
 					free_child(victim);
 			}
 			if (!victim)
