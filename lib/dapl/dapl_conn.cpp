@@ -127,8 +127,8 @@ static DAT_RETURN check_iov_pz(Ia *ia, Pz *pz, DAT_COUNT n,
 		Lmr *l = it->second;
 		if (l->pz != pz)
 			return dat_err(DAT_PROTECTION_VIOLATION);
-		if (t.virtual_address < l->va ||
-		    t.virtual_address + t.segment_length > l->va + l->len)
+		if (!range_within(l->va, l->len, t.virtual_address,
+				  t.segment_length))
 			return dat_err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
 		if ((l->priv & need) != need)
 			return dat_err(DAT_PRIVILEGES_VIOLATION);
@@ -1422,14 +1422,22 @@ static DAT_RETURN post_rdma(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
 					: DAT_MEM_PRIV_REMOTE_WRITE_FLAG;
 		if (!(pm.priv & need))
 			return dat_err(DAT_PRIVILEGES_VIOLATION);
-		if (len && (rt->virtual_address < pm.va ||
-			    rt->virtual_address + len > pm.va + pm.len))
+		if (len && !range_within(pm.va, pm.len, rt->virtual_address,
+					 len))
 			return dat_err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG5);
 		if (ep->req_credit->load() >= ep->attr.max_request_dtos)
 			return dat_err(DAT_INSUFFICIENT_RESOURCES);
 		ep->req_credit->fetch_add(1);
-		roff = pm.win < 0 ? -1
-				  : pm.win + (int64_t)(rt->virtual_address - pm.va);
+		/*
+		 * The window offset comes from the peer: one whose transfer
+		 * would end past INT64_MAX is no window (the transfer gets a
+		 * remote access error).
+		 */
+		if (pm.win < 0 ||
+		    __builtin_add_overflow(pm.win,
+					   rt->virtual_address - pm.va, &roff) ||
+		    roff > INT64_MAX - (int64_t)len)
+			roff = -1;
 	}
 	DAT_DTO_COMPLETION_STATUS st = DAT_DTO_SUCCESS;
 	if (roff < 0 && len) {

@@ -179,8 +179,10 @@ void mr_register(const std::shared_ptr<Conn> &c, std::vector<MrInfo> *mrs,
 	const uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
 	for (MrInfo &m : *mrs) {
 		int prot = remote_prot(m.priv);
-		if (!m.same_pz || !prot || !m.len)
-			continue;
+		if (!m.same_pz || !prot || !m.len ||
+		    m.va > UINT64_MAX - (pg - 1) ||
+		    m.len > UINT64_MAX - (pg - 1) - m.va)
+			continue;	/* its last page would end past 2^64 */
 		uint64_t base = m.va & ~(pg - 1);
 		uint64_t end = (m.va + m.len + pg - 1) & ~(pg - 1);
 		off_t off = scif_register(c->epd(), reinterpret_cast<void *>(base),
@@ -925,7 +927,8 @@ static DAT_RETURN DAT_API lmr_create(DAT_IA_HANDLE h, DAT_MEM_TYPE type,
 	} else {
 		return dat_err(DAT_NOT_IMPLEMENTED);
 	}
-	if (!len || (!va && type == DAT_MEM_TYPE_VIRTUAL))
+	if (!len || (!va && type == DAT_MEM_TYPE_VIRTUAL) ||
+	    len > UINT64_MAX - va)
 		return dat_err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG4);
 	auto l = std::make_unique<Lmr>();
 	l->pz = pz;
@@ -1148,9 +1151,8 @@ static DAT_RETURN DAT_API rmr_bind(DAT_RMR_HANDLE h, DAT_LMR_HANDLE lh,
 					       DAT_INVALID_ARG3);
 			if (l->pz != r->pz)
 				return dat_err(DAT_PROTECTION_VIOLATION);
-			if (trip->virtual_address < l->va ||
-			    trip->virtual_address + trip->segment_length >
-				    l->va + l->len)
+			if (!range_within(l->va, l->len, trip->virtual_address,
+					  trip->segment_length))
 				return dat_err(DAT_INVALID_PARAMETER,
 					       DAT_INVALID_ARG3);
 			/* An RMR cannot grant what its LMR does not. */

@@ -65,6 +65,20 @@ struct Seg {
 uint64_t iov_total(const std::vector<Seg> &segs);
 
 /*
+ * Does [addr, addr + len) lie inside [base, base + blen)?  No sum is
+ * formed, so an address or length near 2^64 cannot wrap past the check.
+ * A region whose end would wrap (base + blen > 2^64) contains nothing.
+ */
+inline bool range_within(uint64_t base, uint64_t blen, uint64_t addr,
+			 uint64_t len)
+{
+	if (blen > UINT64_MAX - base || addr < base)
+		return false;
+	uint64_t off = addr - base;
+	return off <= blen && len <= blen - off;
+}
+
+/*
  * A piece of an I/O vector: segment index, offset in it, length.  Pieces
  * cover `len` bytes in I/O vector order: every segment before the last
  * piece is filled completely, at most one is filled partially, the rest

@@ -104,6 +104,20 @@ static int side_open(struct side *s, DAT_EP_ATTR *attr)
 			     &s->ep) == DAT_SUCCESS;
 }
 
+/* RC, 16 receives, 4 segments per send and receive. */
+static void small_attr(DAT_EP_ATTR *a, DAT_COUNT max_request_dtos,
+		       DAT_COUNT max_rdma_iov)
+{
+	memset(a, 0, sizeof(*a));
+	a->service_type = DAT_SERVICE_TYPE_RC;
+	a->max_recv_dtos = 16;
+	a->max_request_dtos = max_request_dtos;
+	a->max_recv_iov = 4;
+	a->max_request_iov = 4;
+	a->max_rdma_read_iov = max_rdma_iov;
+	a->max_rdma_write_iov = max_rdma_iov;
+}
+
 static void side_close(struct side *s)
 {
 	if (s->ia)
@@ -414,6 +428,39 @@ static void test_connected(struct side *a, struct side *b)
 				 DAT_INVALID_PARAMETER,
 			 "rdma_read: unsignalled on an EP not created for it -> DAT_INVALID_PARAMETER");
 
+	/* A local segment whose end wraps past 2^64 (issue 8, item 9). */
+	l[0].virtual_address = UINT64_MAX - 7;
+	l[0].segment_length = 16;
+	l[0].lmr_context = a->lctx;
+	rt = rtrip(b, 0, 16);
+	r = dat_ep_post_rdma_read(a->ep, 1, l, ck(1), &rt, 0);
+	ksft_test_result(TYPE(r) == DAT_INVALID_PARAMETER &&
+				 TYPE(dat_evd_dequeue(a->req, &ev)) ==
+					 DAT_QUEUE_EMPTY,
+			 "rdma_read: local segment wrapping past 2^64 -> DAT_INVALID_PARAMETER, no completion");
+	r = dat_ep_post_send(a->ep, 1, l, ck(1), 0);
+	ksft_test_result(TYPE(r) == DAT_INVALID_PARAMETER,
+			 "send: local segment wrapping past 2^64 -> DAT_INVALID_PARAMETER");
+	l[0] = trip(a, 0, 16);
+	rt.virtual_address = UINT64_MAX - 7;
+	r = dat_ep_post_rdma_read(a->ep, 1, l, ck(1), &rt, 0);
+	ksft_test_result(TYPE(r) == DAT_INVALID_PARAMETER &&
+				 TYPE(dat_evd_dequeue(a->req, &ev)) ==
+					 DAT_QUEUE_EMPTY,
+			 "rdma_read: remote segment wrapping past 2^64 -> DAT_INVALID_PARAMETER, no completion");
+	{
+		DAT_LMR_HANDLE wl = DAT_HANDLE_NULL;
+		DAT_LMR_CONTEXT wlc;
+		DAT_RMR_CONTEXT wrc;
+
+		int made = lmr(a, (void *)(uintptr_t)(UINT64_MAX - 4095), 8192,
+			       a->pz, DAT_MEM_PRIV_ALL_FLAG, &wl, &wlc, &wrc);
+		ksft_test_result(!made,
+				 "lmr_create: region wrapping past 2^64 -> refused");
+		if (made)
+			dat_lmr_free(wl);
+	}
+
 	/* Suppression: no event on success, the peer still receives. */
 	l[1] = trip(b, 0, 64);
 	dat_ep_post_recv(b->ep, 1, &l[1], ck(0x78), 0);
@@ -661,17 +708,10 @@ int main(int argc, char **argv)
 	ksft_print_header();
 	if (!getenv("DAT_OVERRIDE"))
 		return ksft_exit_skip_all("DAT_OVERRIDE not set");
-	memset(&attr, 0, sizeof(attr));
-	attr.service_type = DAT_SERVICE_TYPE_RC;
-	attr.max_recv_dtos = 16;
-	attr.max_request_dtos = 2;
-	attr.max_recv_iov = 4;
-	attr.max_request_iov = 4;
-	attr.max_rdma_read_iov = 4;
-	attr.max_rdma_write_iov = 4;
+	small_attr(&attr, 2, 4);
 	if (!side_open(&a, &attr) || !side_open(&b, NULL))
 		return ksft_exit_skip_all("cannot open the " IA_NAME " IA");
-	ksft_set_plan(32);
+	ksft_set_plan(36);
 
 	int ok = dat_ia_query(a.ia, NULL, DAT_IA_FIELD_ALL, &ia_attr,
 			      DAT_PROVIDER_FIELD_ALL, &pa) == DAT_SUCCESS;

@@ -127,3 +127,26 @@ int main(int argc, char **argv)
 	::testing::InitGoogleTest(&argc, argv);
 	return RUN_ALL_TESTS();
 }
+
+TEST(Range, Within)
+{
+	EXPECT_TRUE(range_within(0x1000, 0x100, 0x1000, 0x100));
+	EXPECT_TRUE(range_within(0x1000, 0x100, 0x10ff, 1));
+	EXPECT_TRUE(range_within(0x1000, 0x100, 0x1100, 0));
+	EXPECT_FALSE(range_within(0x1000, 0x100, 0x0fff, 1));
+	EXPECT_FALSE(range_within(0x1000, 0x100, 0x10ff, 2));
+	EXPECT_FALSE(range_within(0x1000, 0x100, 0x1101, 0));
+}
+
+TEST(Range, NoWrapAround2To64)
+{
+	/* The end sum of these wraps to a small number inside the region. */
+	EXPECT_FALSE(range_within(0x1000, 0x100, UINT64_MAX - 7, 16));
+	EXPECT_FALSE(range_within(0x1000, 0x100, 0x1000, UINT64_MAX));
+	EXPECT_FALSE(range_within(0x1000, 0x100, 0x1080, UINT64_MAX - 0x7f));
+	/* A region reaching past 2^64 - 1 holds nothing. */
+	EXPECT_FALSE(range_within(UINT64_MAX - 0xff, 0x200, UINT64_MAX - 0xff,
+				  1));
+	EXPECT_TRUE(range_within(UINT64_MAX - 0xff, 0xff, UINT64_MAX - 0xff,
+				 0xff));
+}
