@@ -7,6 +7,13 @@
  * time, unwaitable EVDs, DAT_ABORT for a waiter when the EVD is destroyed,
  * and notification suppression (events queued without waking a waiter).
  * The queue needs nothing from SCIF, so it is unit tested natively.
+ *
+ * Waiting: a wait that finds `threshold` events queued returns the first
+ * at once, whether those events notify or not (notification decides only
+ * whether a blocked waiter is woken).  A blocked waiter wakes when a
+ * notifying event is queued and the count reaches the threshold; at its
+ * timeout it returns the first event if `threshold` are queued by then,
+ * else DAT_TIMEOUT_EXPIRED.
  */
 #ifndef DAPL_EVQ_H
 #define DAPL_EVQ_H
@@ -84,25 +91,29 @@ public:
 			return dat_err(DAT_INVALID_STATE);
 		if (aborted_)
 			return dat_err(DAT_ABORT);
-		waiter_ = true;
-		auto ready = [&] {
-			return aborted_ || unwaitable_ ||
-			       ((DAT_COUNT)q_.size() >= threshold &&
-				notify_count_ > 0);
-		};
-		if (timeout_us == DAT_TIMEOUT_INFINITE)
-			cv_.wait(lk, ready);
-		else
-			cv_.wait_until(lk, std::chrono::steady_clock::now() +
-					   std::chrono::microseconds(timeout_us),
-				       ready);
-		waiter_ = false;
-		idle_cv_.notify_all();
+		auto enough = [&] { return (DAT_COUNT)q_.size() >= threshold; };
+		if (!enough() && timeout_us != 0) {
+			waiter_ = true;
+			auto ready = [&] {
+				return aborted_ || unwaitable_ ||
+				       (enough() && notify_count_ > 0);
+			};
+			if (timeout_us == DAT_TIMEOUT_INFINITE)
+				cv_.wait(lk, ready);
+			else
+				cv_.wait_until(
+					lk,
+					std::chrono::steady_clock::now() +
+						std::chrono::microseconds(timeout_us),
+					ready);
+			waiter_ = false;
+			idle_cv_.notify_all();
+		}
 		if (aborted_)
 			return dat_err(DAT_ABORT);
 		if (unwaitable_)
 			return dat_err(DAT_INVALID_STATE);
-		if (!ready()) {
+		if (!enough()) {
 			if (nmore)
 				*nmore = (DAT_COUNT)q_.size();
 			return dat_err(DAT_TIMEOUT_EXPIRED);

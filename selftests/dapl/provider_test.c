@@ -584,6 +584,62 @@ static void test_reject_unreachable_timeout(struct side *a, struct side *b)
 	dat_cr_reject(cr, 0, NULL);
 }
 
+/*
+ * Queued events that do not notify (issue 8, item 8): an unsignalled
+ * request completion and a non-solicited receive on a solicited-wait EVD
+ * are returned by dat_evd_wait once queued; they only do not wake a
+ * blocked waiter.
+ */
+static void test_quiet_events(void)
+{
+	struct side a, b;
+	DAT_EP_ATTR aa, ba;
+	DAT_EVENT ev;
+	DAT_COUNT nmore = -1;
+	DAT_RETURN r, w;
+
+	small_attr(&aa, 16, 4);
+	aa.request_completion_flags = DAT_COMPLETION_UNSIGNALLED_FLAG;
+	ba = aa;
+	ba.recv_completion_flags = DAT_COMPLETION_SOLICITED_WAIT_FLAG;
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	int opened = side_open(&a, &aa) * 2 + side_open(&b, &ba);
+	if (opened != 3 || !connect_pair(&a, &b, QUAL_BASE + 21, 0)) {
+		ksft_print_msg("quiet events: sides opened %d\n", opened);
+		for (int i = 0; i < 2; i++)
+			ksft_test_result_fail("quiet events: setup");
+		goto out;
+	}
+
+	DAT_LMR_TRIPLET s1 = trip(&a, 0, 8), rl = trip(&b, 0, 64);
+	dat_ep_post_recv(b.ep, 1, &rl, ck(0x61), DAT_COMPLETION_DEFAULT_FLAG);
+	r = dat_ep_post_send(a.ep, 1, &s1, ck(0x60),
+			     DAT_COMPLETION_UNSIGNALLED_FLAG);
+	nmore = -1;
+	w = dat_evd_wait(a.req, 0, 1, &ev, &nmore);
+	ksft_test_result(r == DAT_SUCCESS && w == DAT_SUCCESS && nmore == 0 &&
+				 ev.event_data.dto_completion_event_data.user_cookie.as_64 ==
+					 0x60,
+			 "evd_wait(timeout 0) returns a queued unsignalled completion (0x%x)",
+			 (unsigned)w);
+
+	/* The receive is not solicited: it does not wake b's waiter, but a
+	 * wait finds it once it is queued. */
+	w = DAT_SUCCESS + 1;
+	for (int i = 0; i < 50 && w != DAT_SUCCESS; i++)
+		w = dat_evd_wait(b.rcv, 100000, 1, &ev, &nmore);
+	ksft_test_result(w == DAT_SUCCESS &&
+				 ev.event_data.dto_completion_event_data.user_cookie.as_64 ==
+					 0x61,
+			 "evd_wait returns a queued non-solicited receive on a solicited-wait EVD (0x%x)",
+			 (unsigned)w);
+
+out:
+	side_close(&a);
+	side_close(&b);
+}
+
 /* A peer process dies with receives outstanding here. */
 static void test_peer_death(void)
 {
@@ -711,7 +767,7 @@ int main(int argc, char **argv)
 	small_attr(&attr, 2, 4);
 	if (!side_open(&a, &attr) || !side_open(&b, NULL))
 		return ksft_exit_skip_all("cannot open the " IA_NAME " IA");
-	ksft_set_plan(36);
+	ksft_set_plan(38);
 
 	int ok = dat_ia_query(a.ia, NULL, DAT_IA_FIELD_ALL, &ia_attr,
 			      DAT_PROVIDER_FIELD_ALL, &pa) == DAT_SUCCESS;
@@ -762,6 +818,7 @@ int main(int argc, char **argv)
 	test_reject_unreachable_timeout(&a, &b);
 	side_close(&a);
 	side_close(&b);
+	test_quiet_events();
 	test_peer_death();
 	test_stalled_peer();
 	return ksft_exit();

@@ -148,20 +148,59 @@ TEST(EventQueue, RestrictedThresholdIsOne)
 	EXPECT_EQ(DAT_GET_TYPE(q.wait(0, 1, &e, &nmore)), DAT_TIMEOUT_EXPIRED);
 }
 
+TEST(EventQueue, QueuedUnsignalledEventIsReturned)
+{
+	/* Notification decides wake-ups, not whether an event is returned. */
+	EventQueue q(8);
+	DAT_EVENT e{};
+	DAT_COUNT nmore = -1;
+	q.push(ev(1), false);
+	ASSERT_EQ(q.wait(0, 1, &e, &nmore), DAT_SUCCESS);
+	EXPECT_EQ(num(e), 1);
+	EXPECT_EQ(nmore, 0);
+	q.push(ev(2), false);
+	q.push(ev(3), false);
+	ASSERT_EQ(q.wait(10000, 2, &e, &nmore), DAT_SUCCESS);
+	EXPECT_EQ(num(e), 2);
+	EXPECT_EQ(nmore, 1);
+}
+
 TEST(EventQueue, UnsignalledEventsDoNotWake)
 {
 	EventQueue q(8);
 	DAT_EVENT e{};
 	DAT_COUNT nmore = -1;
+	DAT_RETURN r = 0;
+	std::thread t([&] { r = q.wait(DAT_TIMEOUT_INFINITE, 1, &e, &nmore); });
+	while (!q.has_waiter())
+		std::this_thread::sleep_for(milliseconds(1));
 	q.push(ev(1), false);
-	EXPECT_EQ(DAT_GET_TYPE(q.wait(10000, 1, &e, &nmore)),
-		  DAT_TIMEOUT_EXPIRED);
-	EXPECT_EQ(nmore, 1);
+	std::this_thread::sleep_for(milliseconds(20));
+	EXPECT_TRUE(q.has_waiter());	/* still blocked */
 	q.push(ev(2), true);
-	ASSERT_EQ(q.wait(10000, 1, &e, &nmore), DAT_SUCCESS);
+	t.join();
+	ASSERT_EQ(r, DAT_SUCCESS);
 	EXPECT_EQ(num(e), 1);	/* queue order is kept */
+	EXPECT_EQ(nmore, 1);
 	ASSERT_EQ(q.wait(0, 1, &e, &nmore), DAT_SUCCESS);
 	EXPECT_EQ(num(e), 2);
+}
+
+TEST(EventQueue, TimeoutReturnsEventWhenThresholdReached)
+{
+	/* A blocked waiter that was never woken still gets the events at
+	 * its timeout: TIMEOUT_EXPIRED only when fewer than threshold. */
+	EventQueue q(8);
+	DAT_EVENT e{};
+	DAT_COUNT nmore = -1;
+	DAT_RETURN r = 0;
+	std::thread t([&] { r = q.wait(50000, 1, &e, &nmore); });
+	while (!q.has_waiter())
+		std::this_thread::sleep_for(milliseconds(1));
+	q.push(ev(4), false);
+	t.join();
+	ASSERT_EQ(r, DAT_SUCCESS);
+	EXPECT_EQ(num(e), 4);
 }
 
 TEST(EventQueue, CreditsReturnOnDequeueAndDestruction)
