@@ -1389,9 +1389,16 @@ static DAT_RETURN post_rdma(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
 		    ep->state != DAT_EP_STATE_DISCONNECTED)
 			return dat_err(DAT_INVALID_STATE,
 				       DAT_INVALID_STATE_EP_UNCONNECTED);
+		/*
+		 * max_rdma_read_iov / max_rdma_write_iov bound the vector;
+		 * left 0 by the consumer (dtest does), max_request_iov does,
+		 * as the send queue's SGE limit does for the OFA providers.
+		 */
 		DAT_COUNT maxiov = is_read ? ep->attr.max_rdma_read_iov
 					   : ep->attr.max_rdma_write_iov;
-		if (n > maxiov && n > ep->attr.max_request_iov)
+		if (!maxiov)
+			maxiov = ep->attr.max_request_iov;
+		if (n > maxiov)
 			return dat_err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
 		DAT_RETURN r = check_local_iov(
 			ep, n, iov,

@@ -13,17 +13,28 @@
  * whether a blocked waiter is woken).  A blocked waiter wakes when a
  * notifying event is queued and the count reaches the threshold; at its
  * timeout it returns the first event if `threshold` are queued by then,
- * else DAT_TIMEOUT_EXPIRED.
+ * else DAT_TIMEOUT_EXPIRED.  The waiter sleeps in futex(2), so a caught
+ * signal ends the wait with DAT_INTERRUPTED_CALL as it ends a blocking
+ * system call: an untimed wait is resumed when the handler was installed
+ * with SA_RESTART, a timed wait is never resumed (like poll(2)).
  */
 #ifndef DAPL_EVQ_H
 #define DAPL_EVQ_H
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <climits>
 #include <condition_variable>
+#include <cstdint>
+#include <ctime>
 #include <deque>
 #include <memory>
 #include <mutex>
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <dat2/udat.h>
 
@@ -64,7 +75,7 @@ public:
 		q_.push_back({ev, notify, std::move(credit)});
 		if (notify)
 			notify_count_++;
-		cv_.notify_all();
+		kick();
 		return notify && !waiter_;
 	}
 
@@ -92,20 +103,32 @@ public:
 		if (aborted_)
 			return dat_err(DAT_ABORT);
 		auto enough = [&] { return (DAT_COUNT)q_.size() >= threshold; };
+		bool interrupted = false;
 		if (!enough() && timeout_us != 0) {
 			waiter_ = true;
-			auto ready = [&] {
-				return aborted_ || unwaitable_ ||
-				       (enough() && notify_count_ > 0);
-			};
-			if (timeout_us == DAT_TIMEOUT_INFINITE)
-				cv_.wait(lk, ready);
-			else
-				cv_.wait_until(
-					lk,
-					std::chrono::steady_clock::now() +
-						std::chrono::microseconds(timeout_us),
-					ready);
+			timespec deadline{};
+			clock_gettime(CLOCK_MONOTONIC, &deadline);
+			deadline.tv_sec += timeout_us / 1000000;
+			deadline.tv_nsec += (long)(timeout_us % 1000000) * 1000;
+			if (deadline.tv_nsec >= 1000000000L) {
+				deadline.tv_sec++;
+				deadline.tv_nsec -= 1000000000L;
+			}
+			const bool infinite = timeout_us == DAT_TIMEOUT_INFINITE;
+			while (!aborted_ && !unwaitable_ &&
+			       !(enough() && notify_count_ > 0)) {
+				uint32_t seen = seq_.load();
+				lk.unlock();
+				int e = futex_wait(seen,
+						   infinite ? nullptr : &deadline);
+				lk.lock();
+				if (e == ETIMEDOUT)
+					break;
+				if (e == EINTR) {
+					interrupted = true;
+					break;
+				}
+			}
 			waiter_ = false;
 			idle_cv_.notify_all();
 		}
@@ -116,7 +139,8 @@ public:
 		if (!enough()) {
 			if (nmore)
 				*nmore = (DAT_COUNT)q_.size();
-			return dat_err(DAT_TIMEOUT_EXPIRED);
+			return dat_err(interrupted ? DAT_INTERRUPTED_CALL
+						   : DAT_TIMEOUT_EXPIRED);
 		}
 		pop(out);
 		if (nmore)
@@ -129,7 +153,7 @@ public:
 	{
 		std::unique_lock<std::mutex> lk(mu_);
 		aborted_ = true;
-		cv_.notify_all();
+		kick();
 		idle_cv_.wait(lk, [&] { return !waiter_; });
 	}
 
@@ -137,7 +161,7 @@ public:
 	{
 		std::lock_guard<std::mutex> lk(mu_);
 		unwaitable_ = on;
-		cv_.notify_all();
+		kick();
 	}
 
 	/* EVD fed by unsignalled / solicited completions: threshold 1 only. */
@@ -186,6 +210,29 @@ private:
 		Credit credit;
 	};
 
+	/* Wake the waiter (mu_ held): it rechecks its condition. */
+	void kick()
+	{
+		seq_.fetch_add(1);
+		if (waiter_)
+			syscall(SYS_futex, &seq_, FUTEX_WAKE_PRIVATE, INT_MAX,
+				nullptr, nullptr, 0);
+	}
+
+	/*
+	 * Sleep while seq_ == seen, until the absolute CLOCK_MONOTONIC
+	 * deadline (nullptr: none).  Returns 0 (woken, or seq_ moved on),
+	 * ETIMEDOUT or EINTR.
+	 */
+	int futex_wait(uint32_t seen, const timespec *deadline)
+	{
+		long r = syscall(SYS_futex, &seq_, FUTEX_WAIT_BITSET_PRIVATE,
+				 seen, deadline, nullptr, FUTEX_BITSET_MATCH_ANY);
+		if (r == 0 || errno == EAGAIN)
+			return 0;
+		return errno == ETIMEDOUT || errno == EINTR ? errno : 0;
+	}
+
 	static void release(Entry &e)
 	{
 		if (e.credit)
@@ -205,7 +252,12 @@ private:
 	}
 
 	std::mutex mu_;			/* protects every member below */
-	std::condition_variable cv_;	/* events, abort, unwaitable */
+	/*
+	 * Futex word of the waiter: moves on at every change it may wait
+	 * for (an event, abort, unwaitable).  Changed with mu_ held, read
+	 * by the futex without it.
+	 */
+	std::atomic<uint32_t> seq_{0};
 	std::condition_variable idle_cv_; /* the waiter left */
 	std::deque<Entry> q_;
 	DAT_COUNT qlen_;

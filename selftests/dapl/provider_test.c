@@ -588,17 +588,17 @@ static void test_reject_unreachable_timeout(struct side *a, struct side *b)
  * Queued events that do not notify (issue 8, item 8): an unsignalled
  * request completion and a non-solicited receive on a solicited-wait EVD
  * are returned by dat_evd_wait once queued; they only do not wake a
- * blocked waiter.
+ * blocked waiter.  Also the per-operation I/O vector limits (item 10).
  */
-static void test_quiet_events(void)
+static void test_quiet_events_and_iov_limits(void)
 {
 	struct side a, b;
 	DAT_EP_ATTR aa, ba;
 	DAT_EVENT ev;
 	DAT_COUNT nmore = -1;
-	DAT_RETURN r, w;
+	DAT_RETURN r;
 
-	small_attr(&aa, 16, 4);
+	small_attr(&aa, 16, 1);
 	aa.request_completion_flags = DAT_COMPLETION_UNSIGNALLED_FLAG;
 	ba = aa;
 	ba.recv_completion_flags = DAT_COMPLETION_SOLICITED_WAIT_FLAG;
@@ -607,8 +607,8 @@ static void test_quiet_events(void)
 	int opened = side_open(&a, &aa) * 2 + side_open(&b, &ba);
 	if (opened != 3 || !connect_pair(&a, &b, QUAL_BASE + 21, 0)) {
 		ksft_print_msg("quiet events: sides opened %d\n", opened);
-		for (int i = 0; i < 2; i++)
-			ksft_test_result_fail("quiet events: setup");
+		for (int i = 0; i < 5; i++)
+			ksft_test_result_fail("quiet events / iov limits: setup");
 		goto out;
 	}
 
@@ -617,7 +617,7 @@ static void test_quiet_events(void)
 	r = dat_ep_post_send(a.ep, 1, &s1, ck(0x60),
 			     DAT_COMPLETION_UNSIGNALLED_FLAG);
 	nmore = -1;
-	w = dat_evd_wait(a.req, 0, 1, &ev, &nmore);
+	DAT_RETURN w = dat_evd_wait(a.req, 0, 1, &ev, &nmore);
 	ksft_test_result(r == DAT_SUCCESS && w == DAT_SUCCESS && nmore == 0 &&
 				 ev.event_data.dto_completion_event_data.user_cookie.as_64 ==
 					 0x60,
@@ -635,9 +635,93 @@ static void test_quiet_events(void)
 			 "evd_wait returns a queued non-solicited receive on a solicited-wait EVD (0x%x)",
 			 (unsigned)w);
 
+	DAT_LMR_TRIPLET two[2] = {trip(&a, 0, 8), trip(&a, 16, 8)};
+	DAT_RMR_TRIPLET rt = rtrip(&b, 4096, 16);
+	r = dat_ep_post_rdma_read(a.ep, 2, two, ck(0x62), &rt, 0);
+	ksft_test_result(TYPE(r) == DAT_INVALID_PARAMETER &&
+				 DAT_GET_SUBTYPE(r) == DAT_INVALID_ARG2,
+			 "rdma_read: 2 segments, max_rdma_read_iov 1, max_request_iov 4 -> DAT_INVALID_PARAMETER (0x%x)",
+			 (unsigned)r);
+	r = dat_ep_post_rdma_write(a.ep, 2, two, ck(0x63), &rt, 0);
+	ksft_test_result(TYPE(r) == DAT_INVALID_PARAMETER &&
+				 DAT_GET_SUBTYPE(r) == DAT_INVALID_ARG2,
+			 "rdma_write: 2 segments, max_rdma_write_iov 1, max_request_iov 4 -> DAT_INVALID_PARAMETER (0x%x)",
+			 (unsigned)r);
+	rt.segment_length = 8;
+	r = dat_ep_post_rdma_read(a.ep, 1, two, ck(0x64), &rt, 0);
+	w = r == DAT_SUCCESS ? dat_evd_wait(a.req, T5S, 1, &ev, &nmore) : r;
+	ksft_test_result(w == DAT_SUCCESS &&
+				 ev.event_data.dto_completion_event_data.status ==
+					 DAT_DTO_SUCCESS,
+			 "rdma_read: 1 segment within max_rdma_read_iov 1 succeeds");
 out:
 	side_close(&a);
 	side_close(&b);
+}
+
+/* ---- dat_evd_wait and signals (issue 8, item 10) -------------------------- */
+
+static volatile sig_atomic_t sigs_seen;
+static void on_usr1(int sig)
+{
+	(void)sig;
+	sigs_seen++;
+}
+
+struct sigwaiter {
+	struct waiter w;
+	volatile int done;
+};
+
+static void *sig_wait_thread(void *p)
+{
+	struct sigwaiter *sw = p;
+
+	wait_thread(&sw->w);
+	__atomic_store_n(&sw->done, 1, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+/*
+ * A signal caught by a handler installed without SA_RESTART ends a
+ * blocked dat_evd_wait with DAT_INTERRUPTED_CALL.  The signal is sent
+ * until the wait returned (one landing just before the waiter blocks
+ * interrupts nothing, as for any system call); bounded.
+ */
+static void test_evd_wait_signal(struct side *s)
+{
+	struct sigaction sa, old;
+	struct sigwaiter sw;
+	pthread_t t;
+	DAT_EVD_HANDLE e;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_usr1;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = 0;
+	sigaction(SIGUSR1, &sa, &old);
+	for (int timed = 0; timed < 2; timed++) {
+		memset(&sw, 0, sizeof(sw));
+		dat_evd_create(s->ia, 4, NULL, DAT_EVD_SOFTWARE_FLAG, &e);
+		sw.w.evd = e;
+		sw.w.to = timed ? 60000000u : DAT_TIMEOUT_INFINITE;
+		pthread_create(&t, NULL, sig_wait_thread, &sw);
+		for (int i = 0;
+		     i < 500 && !__atomic_load_n(&sw.done, __ATOMIC_SEQ_CST);
+		     i++) {
+			pthread_kill(t, SIGUSR1);
+			usleep(10000);
+		}
+		int ended = __atomic_load_n(&sw.done, __ATOMIC_SEQ_CST);
+		if (!ended)
+			post_sw(e, 1);	/* do not leave it blocked */
+		pthread_join(t, NULL);
+		dat_evd_free(e);
+		ksft_test_result(ended && TYPE(sw.w.r) == DAT_INTERRUPTED_CALL,
+				 "evd_wait (%s) ended by a signal without SA_RESTART -> DAT_INTERRUPTED_CALL (0x%x)",
+				 timed ? "60 s" : "infinite", (unsigned)sw.w.r);
+	}
+	sigaction(SIGUSR1, &old, NULL);
 }
 
 /* A peer process dies with receives outstanding here. */
@@ -767,7 +851,7 @@ int main(int argc, char **argv)
 	small_attr(&attr, 2, 4);
 	if (!side_open(&a, &attr) || !side_open(&b, NULL))
 		return ksft_exit_skip_all("cannot open the " IA_NAME " IA");
-	ksft_set_plan(38);
+	ksft_set_plan(43);
 
 	int ok = dat_ia_query(a.ia, NULL, DAT_IA_FIELD_ALL, &ia_attr,
 			      DAT_PROVIDER_FIELD_ALL, &pa) == DAT_SUCCESS;
@@ -780,6 +864,7 @@ int main(int argc, char **argv)
 	ksft_test_result(ok, "ia_query: address 127.83.0.<node>, DAPL 2.0, not thread safe");
 
 	test_evd(&a);
+	test_evd_wait_signal(&a);
 	test_unconnected(&a);
 
 	/* threshold must be 1 on an EVD fed by unsignalled completions */
@@ -818,7 +903,7 @@ int main(int argc, char **argv)
 	test_reject_unreachable_timeout(&a, &b);
 	side_close(&a);
 	side_close(&b);
-	test_quiet_events();
+	test_quiet_events_and_iov_limits();
 	test_peer_death();
 	test_stalled_peer();
 	return ksft_exit();

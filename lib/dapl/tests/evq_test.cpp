@@ -3,9 +3,13 @@
 // rules (threshold, timeout, nmore, single waiter, unwaitable, abort).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstring>
 #include <thread>
+
+#include <pthread.h>
 
 #include "dapl_evq.h"
 
@@ -201,6 +205,120 @@ TEST(EventQueue, TimeoutReturnsEventWhenThresholdReached)
 	t.join();
 	ASSERT_EQ(r, DAT_SUCCESS);
 	EXPECT_EQ(num(e), 4);
+}
+
+static volatile sig_atomic_t g_sigs;
+static void on_sig(int)
+{
+	g_sigs = g_sigs + 1;
+}
+
+static void handle_usr1(int flags, struct sigaction *old)
+{
+	struct sigaction sa{};
+	sa.sa_handler = on_sig;
+	sa.sa_flags = flags;
+	sigemptyset(&sa.sa_mask);
+	ASSERT_EQ(sigaction(SIGUSR1, &sa, old), 0);
+}
+
+/* A thread blocked in q.wait(timeout, 1): started, and blocked on return. */
+struct BlockedWaiter {
+	BlockedWaiter(EventQueue &q, DAT_TIMEOUT timeout) : q_(q)
+	{
+		t_ = std::thread([this, timeout] {
+			r = q_.wait(timeout, 1, &e, &nmore);
+			done = true;
+		});
+		while (!q_.has_waiter())
+			std::this_thread::sleep_for(milliseconds(1));
+	}
+	~BlockedWaiter()
+	{
+		if (!t_.joinable())
+			return;
+		if (!done)
+			q_.abort();	/* do not leave the thread blocked */
+		t_.join();
+	}
+	void signal()
+	{
+		pthread_kill(t_.native_handle(), SIGUSR1);
+		std::this_thread::sleep_for(milliseconds(10));
+	}
+	/*
+	 * Signal the waiter until its wait returned (a signal that lands
+	 * just before it blocks is handled without interrupting anything,
+	 * as for any blocking system call); bounded.
+	 */
+	bool signal_until_done()
+	{
+		for (int i = 0; i < 500 && !done; i++)
+			signal();
+		return done;
+	}
+	void join() { t_.join(); }
+
+	EventQueue &q_;
+	std::thread t_;
+	DAT_RETURN r = 0;
+	DAT_EVENT e{};
+	DAT_COUNT nmore = -1;
+	std::atomic<bool> done{false};
+};
+
+TEST(EventQueue, SignalWithoutRestartInterruptsWait)
+{
+	for (DAT_TIMEOUT to : {DAT_TIMEOUT_INFINITE, (DAT_TIMEOUT)60000000}) {
+		struct sigaction old;
+		handle_usr1(0, &old);
+		EventQueue q(8);
+		{
+			BlockedWaiter w(q, to);
+			EXPECT_TRUE(w.signal_until_done()) << "timeout " << to;
+			w.join();
+			EXPECT_EQ(DAT_GET_TYPE(w.r), DAT_INTERRUPTED_CALL)
+				<< "timeout " << to;
+			EXPECT_EQ(w.nmore, 0);
+		}
+		sigaction(SIGUSR1, &old, nullptr);
+		EXPECT_FALSE(q.has_waiter());
+	}
+}
+
+TEST(EventQueue, SignalWithRestartEndsTimedWait)
+{
+	/* As poll(2) or nanosleep(2): a timed wait is never resumed. */
+	struct sigaction old;
+	handle_usr1(SA_RESTART, &old);
+	EventQueue q(8);
+	{
+		BlockedWaiter w(q, 60000000);
+		EXPECT_TRUE(w.signal_until_done());
+		w.join();
+		EXPECT_EQ(DAT_GET_TYPE(w.r), DAT_INTERRUPTED_CALL);
+	}
+	sigaction(SIGUSR1, &old, nullptr);
+}
+
+TEST(EventQueue, SignalWithRestartResumesUntimedWait)
+{
+	struct sigaction old;
+	handle_usr1(SA_RESTART, &old);
+	EventQueue q(8);
+	{
+		BlockedWaiter w(q, DAT_TIMEOUT_INFINITE);
+		g_sigs = 0;
+		for (int i = 0; i < 5; i++)
+			w.signal();
+		EXPECT_GT(g_sigs, 0);
+		EXPECT_FALSE(w.done);
+		q.push(ev(5), true);
+		w.join();
+		ASSERT_EQ(w.r, DAT_SUCCESS);
+		EXPECT_EQ(num(w.e), 5);
+	}
+	sigaction(SIGUSR1, &old, nullptr);
 }
 
 TEST(EventQueue, CreditsReturnOnDequeueAndDestruction)
