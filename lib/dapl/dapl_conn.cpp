@@ -15,6 +15,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 
 #include <poll.h>
@@ -198,18 +199,9 @@ void ep_drop_conn(Ep *ep)
 	ep->ia->wake();
 }
 
-void conn_lost(Ia *ia, const std::shared_ptr<Conn> &c, bool graceful)
+/* The connection of ep ended: the events its state calls for (mu). */
+static void ep_conn_lost(Ep *ep, bool graceful)
 {
-	if (c->dead)
-		return;
-	c->dead = true;
-	ia->pending.remove(c);
-	Ep *ep = c->owner;
-	DSC_DBG("epd %d: connection lost (%s), ep %p state %d", c->epd(),
-		graceful ? "graceful" : "broken", (void *)ep,
-		ep ? (int)ep->state : -1);
-	if (!ep || ep->conn != c)
-		return;
 	switch (ep->state) {
 	case DAT_EP_STATE_DISCONNECT_PENDING:
 		/*
@@ -236,6 +228,30 @@ void conn_lost(Ia *ia, const std::shared_ptr<Conn> &c, bool graceful)
 		break;
 	}
 	ep_drop_conn(ep);
+}
+
+void conn_lost(Ia *ia, const std::shared_ptr<Conn> &c, bool graceful)
+{
+	if (c->dead)
+		return;
+	c->dead = true;
+	ia->pending.remove(c);
+	Ep *ep = c->owner;
+	DSC_DBG("epd %d: connection lost (%s), ep %p state %d%s", c->epd(),
+		graceful ? "graceful" : "broken", (void *)ep,
+		ep ? (int)ep->state : -1, c->accepting ? ", accept pending" : "");
+	if (!ep || ep->conn != c)
+		return;
+	if (c->accepting) {
+		/*
+		 * dat_cr_accept is still sending ACCEPT: the consumer must
+		 * see ESTABLISHED (or ACCEPT_COMPLETION_ERROR) first, so
+		 * cr_accept reports the loss once the send returned.
+		 */
+		c->lost_graceful = graceful;
+		return;
+	}
+	ep_conn_lost(ep, graceful);
 }
 
 /* Complete a request DTO (mu). */
@@ -1090,6 +1106,24 @@ DAT_RETURN DAT_API cr_query(DAT_CR_HANDLE h, DAT_CR_PARAM_MASK,
 	return DAT_SUCCESS;
 }
 
+/*
+ * Test hook: DAPLSCIF_TEST_ACCEPT_DELAY_MS=<n> (1..10000) makes
+ * dat_cr_accept sleep n ms after the ACCEPT message is sent, before it
+ * posts the connection event, so a test can make the peer's disconnect
+ * arrive inside that window.  Read at every accept; for tests only.
+ */
+static void test_accept_delay()
+{
+	const char *v = std::getenv("DAPLSCIF_TEST_ACCEPT_DELAY_MS");
+	if (!v || !*v)
+		return;
+	char *end = nullptr;
+	unsigned long ms = std::strtoul(v, &end, 10);
+	if (*end || !ms || ms > 10000)
+		return;
+	std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
 DAT_RETURN DAT_API cr_accept(DAT_CR_HANDLE h, DAT_EP_HANDLE eph,
 			     DAT_COUNT plen, const DAT_PVOID pdata)
 {
@@ -1149,6 +1183,7 @@ DAT_RETURN DAT_API cr_accept(DAT_CR_HANDLE h, DAT_EP_HANDLE eph,
 		ep->conn = c;
 		/* Connected before ACCEPT leaves: the peer may answer at once. */
 		ep->state = DAT_EP_STATE_CONNECTED;
+		c->accepting = true;
 		mrs = mr_snapshot(ia, ep->pz);
 		obj_unlink(cr);
 		delete cr;
@@ -1161,18 +1196,23 @@ DAT_RETURN DAT_API cr_accept(DAT_CR_HANDLE h, DAT_EP_HANDLE eph,
 		r = send_msg(c->epd(), MSG_CONN_ACCEPT, 0, 0, body.data(),
 			     body.size());
 	}
+	test_accept_delay();
 	std::lock_guard<std::mutex> lk(ia->mu);
+	c->accepting = false;
 	DSC_DBG("ep %p epd %d: accepted (send %d, dead %d, ours %d)", (void *)ep,
 		c->epd(), r, (int)c->dead, (int)(ep->conn == c));
-	if (r || c->dead) {
-		if (ep->conn == c) {
+	if (ep->conn == c) {
+		if (r) {
 			ep_drop_conn(ep);
 			ep->state = DAT_EP_STATE_DISCONNECTED;
 			post_conn_event(ep,
 					DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR);
+		} else {
+			post_conn_event(ep, DAT_CONNECTION_EVENT_ESTABLISHED);
+			/* Lost while ACCEPT was on its way (see conn_lost). */
+			if (c->dead)
+				ep_conn_lost(ep, c->lost_graceful);
 		}
-	} else if (ep->conn == c) {
-		post_conn_event(ep, DAT_CONNECTION_EVENT_ESTABLISHED);
 	}
 	ia->wake();
 	return DAT_SUCCESS;

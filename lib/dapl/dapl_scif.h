@@ -93,6 +93,13 @@ struct Conn {
 	Sp *sp = nullptr;	/* passive: the service point it arrived on */
 	bool dead = false;	/* reset, or we dropped it */
 	bool got_req = false;	/* passive: CONN_REQ seen */
+	/*
+	 * passive: dat_cr_accept is sending ACCEPT; a loss seen meanwhile
+	 * only marks the connection dead and records how it ended in
+	 * lost_graceful, and cr_accept reports it after ESTABLISHED.
+	 */
+	bool accepting = false;
+	bool lost_graceful = false;
 	std::map<uint32_t, PeerMr> peer;	/* regions the peer offered */
 	std::map<uint32_t, LocalWin> wins;	/* our regions' windows here */
 	scif_portID peer_id{};

@@ -724,6 +724,71 @@ static void test_evd_wait_signal(struct side *s)
 	sigaction(SIGUSR1, &old, NULL);
 }
 
+/* ---- passive side: connection event before DISCONNECTED (item 7) --------- */
+
+struct acceptor {
+	DAT_CR_HANDLE cr;
+	DAT_EP_HANDLE ep;
+	DAT_RETURN r;
+};
+
+static void *accept_thread(void *p)
+{
+	struct acceptor *ac = p;
+
+	ac->r = dat_cr_accept(ac->cr, ac->ep, 0, NULL);
+	return NULL;
+}
+
+/*
+ * The peer disconnects right after dat_cr_accept sent ACCEPT, while the
+ * accepting call has not posted its connection event yet (the test hook
+ * DAPLSCIF_TEST_ACCEPT_DELAY_MS holds it for 400 ms after the send): the
+ * passive connection EVD still gets ESTABLISHED first, then DISCONNECTED.
+ */
+static void test_accept_then_peer_disconnect(void)
+{
+	struct side s, t;
+	DAT_EVENT ev;
+	const DAT_CONN_QUAL qual = QUAL_BASE + 22;
+	struct acceptor ac;
+	pthread_t th;
+	int ok = 0, started = 0;
+	DAT_EVENT_NUMBER e1 = 0, e2 = 0;
+
+	memset(&t, 0, sizeof(t));
+	if (!side_open(&s, NULL) || !side_open(&t, NULL) ||
+	    dat_psp_create(s.ia, qual, s.cr, DAT_PSP_CONSUMER_FLAG, &s.psp) ||
+	    dat_ep_connect(t.ep, ia_addr(&s), qual, T5S, 0, NULL,
+			   DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG) ||
+	    wait_ev(s.cr, &ev) != DAT_CONNECTION_REQUEST_EVENT)
+		goto result;
+	ac.cr = ev.event_data.cr_arrival_event_data.cr_handle;
+	ac.ep = s.ep;
+	setenv("DAPLSCIF_TEST_ACCEPT_DELAY_MS", "400", 1);
+	started = !pthread_create(&th, NULL, accept_thread, &ac);
+	if (!started)
+		goto result;
+	if (wait_ev(t.conn, &ev) != DAT_CONNECTION_EVENT_ESTABLISHED)
+		goto result;
+	dat_ep_disconnect(t.ep, DAT_CLOSE_GRACEFUL_FLAG);
+	pthread_join(th, NULL);
+	started = 0;
+	e1 = wait_ev(s.conn, &ev);
+	e2 = wait_ev(s.conn, &ev);
+	ok = ac.r == DAT_SUCCESS && e1 == DAT_CONNECTION_EVENT_ESTABLISHED &&
+	     e2 == DAT_CONNECTION_EVENT_DISCONNECTED;
+result:
+	if (started)
+		pthread_join(th, NULL);
+	unsetenv("DAPLSCIF_TEST_ACCEPT_DELAY_MS");
+	ksft_test_result(ok,
+			 "accept, peer disconnects at once: passive EVD gets ESTABLISHED then DISCONNECTED (0x%x, 0x%x)",
+			 e1, e2);
+	side_close(&s);
+	side_close(&t);
+}
+
 /* A peer process dies with receives outstanding here. */
 static void test_peer_death(void)
 {
@@ -851,7 +916,7 @@ int main(int argc, char **argv)
 	small_attr(&attr, 2, 4);
 	if (!side_open(&a, &attr) || !side_open(&b, NULL))
 		return ksft_exit_skip_all("cannot open the " IA_NAME " IA");
-	ksft_set_plan(43);
+	ksft_set_plan(44);
 
 	int ok = dat_ia_query(a.ia, NULL, DAT_IA_FIELD_ALL, &ia_attr,
 			      DAT_PROVIDER_FIELD_ALL, &pa) == DAT_SUCCESS;
@@ -904,6 +969,7 @@ int main(int argc, char **argv)
 	side_close(&a);
 	side_close(&b);
 	test_quiet_events_and_iov_limits();
+	test_accept_then_peer_disconnect();
 	test_peer_death();
 	test_stalled_peer();
 	return ksft_exit();
