@@ -7,25 +7,42 @@
  * time, unwaitable EVDs, DAT_ABORT for a waiter when the EVD is destroyed,
  * and notification suppression (events queued without waking a waiter).
  * The queue needs nothing from SCIF, so it is unit tested natively.
+ *
+ * Waiting: a wait that finds `threshold` events queued returns the first
+ * at once, whether those events notify or not (notification decides only
+ * whether a blocked waiter is woken).  A blocked waiter wakes when a
+ * notifying event is queued and the count reaches the threshold; at its
+ * timeout it returns the first event if `threshold` are queued by then,
+ * else DAT_TIMEOUT_EXPIRED.  The waiter sleeps in futex(2), so a caught
+ * signal ends the wait with DAT_INTERRUPTED_CALL as it ends a blocking
+ * system call: an untimed wait is resumed when the handler was installed
+ * with SA_RESTART, a timed wait is never resumed (like poll(2)).
  */
 #ifndef DAPL_EVQ_H
 #define DAPL_EVQ_H
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <climits>
 #include <condition_variable>
+#include <cstdint>
+#include <ctime>
 #include <deque>
 #include <memory>
 #include <mutex>
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <dat2/udat.h>
 
 namespace daplscif {
 
 /* A DAT error return of the given type (and optional subtype). */
-constexpr DAT_RETURN dat_err(DAT_RETURN type, unsigned sub = 0)
-{
-	return (DAT_RETURN)(DAT_CLASS_ERROR | (unsigned)type | sub);
+constexpr DAT_RETURN dat_err(DAT_RETURN type, unsigned sub = 0) {
+    return (DAT_RETURN)(DAT_CLASS_ERROR | (unsigned)type | sub);
 }
 
 /*
@@ -36,173 +53,197 @@ constexpr DAT_RETURN dat_err(DAT_RETURN type, unsigned sub = 0)
 using Credit = std::shared_ptr<std::atomic<int>>;
 
 class EventQueue {
-public:
-	explicit EventQueue(DAT_COUNT qlen) : qlen_(qlen) {}
-	~EventQueue()
-	{
-		for (auto &e : q_)
-			release(e);
-	}
-	EventQueue(const EventQueue &) = delete;
-	EventQueue &operator=(const EventQueue &) = delete;
+  public:
+    explicit EventQueue(DAT_COUNT qlen) : qlen_(qlen) {}
+    ~EventQueue() {
+        for (auto &e : q_)
+            release(e);
+    }
+    EventQueue(const EventQueue &) = delete;
+    EventQueue &operator=(const EventQueue &) = delete;
 
-	/*
-	 * Queue an event.  A notifying event wakes a waiter whose threshold
-	 * is reached.  Returns true when nobody is waiting and the event
-	 * notifies (the caller then triggers the EVD's CNO).
-	 */
-	bool push(const DAT_EVENT &ev, bool notify, Credit credit = nullptr)
-	{
-		std::lock_guard<std::mutex> lk(mu_);
-		q_.push_back({ev, notify, std::move(credit)});
-		if (notify)
-			notify_count_++;
-		cv_.notify_all();
-		return notify && !waiter_;
-	}
+    /*
+     * Queue an event.  A notifying event wakes a waiter whose threshold
+     * is reached.  Returns true when nobody is waiting and the event
+     * notifies (the caller then triggers the EVD's CNO).
+     */
+    bool push(const DAT_EVENT &ev, bool notify, Credit credit = nullptr) {
+        std::lock_guard<std::mutex> lk(mu_);
+        q_.push_back({ev, notify, std::move(credit)});
+        if (notify)
+            notify_count_++;
+        kick();
+        return notify && !waiter_;
+    }
 
-	DAT_RETURN dequeue(DAT_EVENT *out)
-	{
-		std::lock_guard<std::mutex> lk(mu_);
-		if (waiter_)
-			return dat_err(DAT_INVALID_STATE);
-		if (q_.empty())
-			return dat_err(DAT_QUEUE_EMPTY);
-		pop(out);
-		return DAT_SUCCESS;
-	}
+    DAT_RETURN dequeue(DAT_EVENT *out) {
+        std::lock_guard<std::mutex> lk(mu_);
+        if (waiter_)
+            return dat_err(DAT_INVALID_STATE);
+        if (q_.empty())
+            return dat_err(DAT_QUEUE_EMPTY);
+        pop(out);
+        return DAT_SUCCESS;
+    }
 
-	DAT_RETURN wait(DAT_TIMEOUT timeout_us, DAT_COUNT threshold,
-			DAT_EVENT *out, DAT_COUNT *nmore)
-	{
-		std::unique_lock<std::mutex> lk(mu_);
-		if (threshold <= 0 || threshold > qlen_)
-			return dat_err(DAT_INVALID_PARAMETER);
-		if (restricted_ && threshold != 1)
-			return dat_err(DAT_INVALID_STATE);
-		if (unwaitable_ || waiter_)
-			return dat_err(DAT_INVALID_STATE);
-		if (aborted_)
-			return dat_err(DAT_ABORT);
-		waiter_ = true;
-		auto ready = [&] {
-			return aborted_ || unwaitable_ ||
-			       ((DAT_COUNT)q_.size() >= threshold &&
-				notify_count_ > 0);
-		};
-		if (timeout_us == DAT_TIMEOUT_INFINITE)
-			cv_.wait(lk, ready);
-		else
-			cv_.wait_until(lk, std::chrono::steady_clock::now() +
-					   std::chrono::microseconds(timeout_us),
-				       ready);
-		waiter_ = false;
-		idle_cv_.notify_all();
-		if (aborted_)
-			return dat_err(DAT_ABORT);
-		if (unwaitable_)
-			return dat_err(DAT_INVALID_STATE);
-		if (!ready()) {
-			if (nmore)
-				*nmore = (DAT_COUNT)q_.size();
-			return dat_err(DAT_TIMEOUT_EXPIRED);
-		}
-		pop(out);
-		if (nmore)
-			*nmore = (DAT_COUNT)q_.size();
-		return DAT_SUCCESS;
-	}
+    DAT_RETURN wait(DAT_TIMEOUT timeout_us, DAT_COUNT threshold, DAT_EVENT *out, DAT_COUNT *nmore) {
+        std::unique_lock<std::mutex> lk(mu_);
+        if (threshold <= 0 || threshold > qlen_)
+            return dat_err(DAT_INVALID_PARAMETER);
+        if (restricted_ && threshold != 1)
+            return dat_err(DAT_INVALID_STATE);
+        if (unwaitable_ || waiter_)
+            return dat_err(DAT_INVALID_STATE);
+        if (aborted_)
+            return dat_err(DAT_ABORT);
+        auto enough = [&] { return (DAT_COUNT)q_.size() >= threshold; };
+        bool interrupted = false;
+        if (!enough() && timeout_us != 0) {
+            waiter_ = true;
+            timespec deadline{};
+            clock_gettime(CLOCK_MONOTONIC, &deadline);
+            deadline.tv_sec += timeout_us / 1000000;
+            deadline.tv_nsec += (long)(timeout_us % 1000000) * 1000;
+            if (deadline.tv_nsec >= 1000000000L) {
+                deadline.tv_sec++;
+                deadline.tv_nsec -= 1000000000L;
+            }
+            const bool infinite = timeout_us == DAT_TIMEOUT_INFINITE;
+            while (!aborted_ && !unwaitable_ && !(enough() && notify_count_ > 0)) {
+                uint32_t seen = seq_.load();
+                lk.unlock();
+                int e = futex_wait(seen, infinite ? nullptr : &deadline);
+                lk.lock();
+                if (e == ETIMEDOUT)
+                    break;
+                if (e == EINTR) {
+                    interrupted = true;
+                    break;
+                }
+            }
+            waiter_ = false;
+            idle_cv_.notify_all();
+        }
+        if (aborted_)
+            return dat_err(DAT_ABORT);
+        if (unwaitable_)
+            return dat_err(DAT_INVALID_STATE);
+        if (!enough()) {
+            if (nmore)
+                *nmore = (DAT_COUNT)q_.size();
+            return dat_err(interrupted ? DAT_INTERRUPTED_CALL : DAT_TIMEOUT_EXPIRED);
+        }
+        pop(out);
+        if (nmore)
+            *nmore = (DAT_COUNT)q_.size();
+        return DAT_SUCCESS;
+    }
 
-	/* Destroy: a blocked waiter returns DAT_ABORT; wait until it left. */
-	void abort()
-	{
-		std::unique_lock<std::mutex> lk(mu_);
-		aborted_ = true;
-		cv_.notify_all();
-		idle_cv_.wait(lk, [&] { return !waiter_; });
-	}
+    /* Destroy: a blocked waiter returns DAT_ABORT; wait until it left. */
+    void abort() {
+        std::unique_lock<std::mutex> lk(mu_);
+        aborted_ = true;
+        kick();
+        idle_cv_.wait(lk, [&] { return !waiter_; });
+    }
 
-	void set_unwaitable(bool on)
-	{
-		std::lock_guard<std::mutex> lk(mu_);
-		unwaitable_ = on;
-		cv_.notify_all();
-	}
+    void set_unwaitable(bool on) {
+        std::lock_guard<std::mutex> lk(mu_);
+        unwaitable_ = on;
+        kick();
+    }
 
-	/* EVD fed by unsignalled / solicited completions: threshold 1 only. */
-	void set_restricted(bool on)
-	{
-		std::lock_guard<std::mutex> lk(mu_);
-		restricted_ = on;
-	}
+    /* EVD fed by unsignalled / solicited completions: threshold 1 only. */
+    void set_restricted(bool on) {
+        std::lock_guard<std::mutex> lk(mu_);
+        restricted_ = on;
+    }
 
-	DAT_RETURN resize(DAT_COUNT qlen)
-	{
-		std::lock_guard<std::mutex> lk(mu_);
-		if (qlen <= 0)
-			return dat_err(DAT_INVALID_PARAMETER);
-		if ((DAT_COUNT)q_.size() > qlen)
-			return dat_err(DAT_INVALID_STATE);
-		qlen_ = qlen;
-		return DAT_SUCCESS;
-	}
+    DAT_RETURN resize(DAT_COUNT qlen) {
+        std::lock_guard<std::mutex> lk(mu_);
+        if (qlen <= 0)
+            return dat_err(DAT_INVALID_PARAMETER);
+        if ((DAT_COUNT)q_.size() > qlen)
+            return dat_err(DAT_INVALID_STATE);
+        qlen_ = qlen;
+        return DAT_SUCCESS;
+    }
 
-	DAT_COUNT count()
-	{
-		std::lock_guard<std::mutex> lk(mu_);
-		return (DAT_COUNT)q_.size();
-	}
-	DAT_COUNT qlen()
-	{
-		std::lock_guard<std::mutex> lk(mu_);
-		return qlen_;
-	}
-	bool unwaitable()
-	{
-		std::lock_guard<std::mutex> lk(mu_);
-		return unwaitable_;
-	}
-	bool has_waiter()
-	{
-		std::lock_guard<std::mutex> lk(mu_);
-		return waiter_;
-	}
+    DAT_COUNT count() {
+        std::lock_guard<std::mutex> lk(mu_);
+        return (DAT_COUNT)q_.size();
+    }
+    DAT_COUNT qlen() {
+        std::lock_guard<std::mutex> lk(mu_);
+        return qlen_;
+    }
+    bool unwaitable() {
+        std::lock_guard<std::mutex> lk(mu_);
+        return unwaitable_;
+    }
+    bool has_waiter() {
+        std::lock_guard<std::mutex> lk(mu_);
+        return waiter_;
+    }
 
-private:
-	struct Entry {
-		DAT_EVENT ev;
-		bool notify;
-		Credit credit;
-	};
+  private:
+    struct Entry {
+        DAT_EVENT ev;
+        bool notify;
+        Credit credit;
+    };
 
-	static void release(Entry &e)
-	{
-		if (e.credit)
-			e.credit->fetch_sub(1);
-		e.credit.reset();
-	}
+    /* Wake the waiter (mu_ held): it rechecks its condition. */
+    void kick() {
+        seq_.fetch_add(1);
+        if (waiter_)
+            syscall(SYS_futex, &seq_, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+    }
 
-	void pop(DAT_EVENT *out)
-	{
-		Entry &e = q_.front();
-		if (out)
-			*out = e.ev;
-		if (e.notify)
-			notify_count_--;
-		release(e);
-		q_.pop_front();
-	}
+    /*
+     * Sleep while seq_ == seen, until the absolute CLOCK_MONOTONIC
+     * deadline (nullptr: none).  Returns 0 (woken, or seq_ moved on),
+     * ETIMEDOUT or EINTR.
+     */
+    int futex_wait(uint32_t seen, const timespec *deadline) {
+        long r = syscall(SYS_futex, &seq_, FUTEX_WAIT_BITSET_PRIVATE, seen, deadline, nullptr,
+                         FUTEX_BITSET_MATCH_ANY);
+        if (r == 0 || errno == EAGAIN)
+            return 0;
+        return errno == ETIMEDOUT || errno == EINTR ? errno : 0;
+    }
 
-	std::mutex mu_;			/* protects every member below */
-	std::condition_variable cv_;	/* events, abort, unwaitable */
-	std::condition_variable idle_cv_; /* the waiter left */
-	std::deque<Entry> q_;
-	DAT_COUNT qlen_;
-	DAT_COUNT notify_count_ = 0;	/* notifying events in q_ */
-	bool waiter_ = false;
-	bool unwaitable_ = false;
-	bool aborted_ = false;
-	bool restricted_ = false;
+    static void release(Entry &e) {
+        if (e.credit)
+            e.credit->fetch_sub(1);
+        e.credit.reset();
+    }
+
+    void pop(DAT_EVENT *out) {
+        Entry &e = q_.front();
+        if (out)
+            *out = e.ev;
+        if (e.notify)
+            notify_count_--;
+        release(e);
+        q_.pop_front();
+    }
+
+    std::mutex mu_; /* protects every member below */
+    /*
+     * Futex word of the waiter: moves on at every change it may wait
+     * for (an event, abort, unwaitable).  Changed with mu_ held, read
+     * by the futex without it.
+     */
+    std::atomic<uint32_t> seq_{0};
+    std::condition_variable idle_cv_; /* the waiter left */
+    std::deque<Entry> q_;
+    DAT_COUNT qlen_;
+    DAT_COUNT notify_count_ = 0; /* notifying events in q_ */
+    bool waiter_ = false;
+    bool unwaitable_ = false;
+    bool aborted_ = false;
+    bool restricted_ = false;
 };
 
 } /* namespace daplscif */

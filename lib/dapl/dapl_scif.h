@@ -48,211 +48,217 @@ struct Cno;
 
 /* Common head of every object handed out as a DAT handle. */
 struct Obj {
-	const DAT_PROVIDER *prov;	/* must stay the first member */
-	DAT_HANDLE_TYPE type;
-	Ia *ia;
-	DAT_CONTEXT ctx;		/* consumer context */
+    const DAT_PROVIDER *prov; /* must stay the first member */
+    DAT_HANDLE_TYPE type;
+    Ia *ia;
+    DAT_CONTEXT ctx; /* consumer context */
 };
 
 /* A SCIF endpoint that is closed when its last user lets go. */
 struct ScifEp {
-	explicit ScifEp(scif_epd_t e) : epd(e) {}
-	~ScifEp()
-	{
-		if (epd >= 0)
-			scif_close(epd);
-	}
-	ScifEp(const ScifEp &) = delete;
-	ScifEp &operator=(const ScifEp &) = delete;
-	scif_epd_t epd;
+    explicit ScifEp(scif_epd_t e) : epd(e) {}
+    ~ScifEp() {
+        if (epd >= 0)
+            scif_close(epd);
+    }
+    ScifEp(const ScifEp &) = delete;
+    ScifEp &operator=(const ScifEp &) = delete;
+    scif_epd_t epd;
 };
 
 /* What the peer offered us: one region per context id. */
 struct PeerMr {
-	uint32_t priv;
-	uint64_t va;
-	uint64_t len;
-	int64_t win;
-	bool same_pz;
+    uint32_t priv;
+    uint64_t va;
+    uint64_t len;
+    int64_t win;
+    bool same_pz;
 };
 
 /* Our window for one of our regions, registered on one connection. */
 struct LocalWin {
-	off_t off;	/* window offset of the page holding the region start */
-	size_t len;	/* whole pages */
+    off_t off;  /* window offset of the page holding the region start */
+    size_t len; /* whole pages */
 };
 
 /* One SCIF connection (active or passive). */
 struct Conn {
-	explicit Conn(scif_epd_t e) : ep(std::make_shared<ScifEp>(e)) {}
-	std::shared_ptr<ScifEp> ep;
-	std::mutex op_mu;	/* serializes sends and RMAs on this connection */
-	/* fields below: (mu) of the owning IA */
-	Ep *owner = nullptr;	/* the EP using it, once accepted/connecting */
-	Cr *cr = nullptr;	/* passive: the pending connection request */
-	Sp *sp = nullptr;	/* passive: the service point it arrived on */
-	bool dead = false;	/* reset, or we dropped it */
-	bool got_req = false;	/* passive: CONN_REQ seen */
-	std::map<uint32_t, PeerMr> peer;	/* regions the peer offered */
-	std::map<uint32_t, LocalWin> wins;	/* our regions' windows here */
-	scif_portID peer_id{};
-	/*
-	 * Progress thread only: the message being received.  It is read
-	 * without blocking, as it arrives, so a peer that stops half way
-	 * through a message never stalls the progress engine.
-	 */
-	MsgHdr rhdr{};
-	size_t rhdr_got = 0;		/* header bytes in rhdr */
-	size_t rbody_got = 0;		/* body bytes in rbuf */
-	std::vector<uint8_t> rbuf;
-	scif_epd_t epd() const { return ep->epd; }
+    explicit Conn(scif_epd_t e) : ep(std::make_shared<ScifEp>(e)) {}
+    std::shared_ptr<ScifEp> ep;
+    std::mutex op_mu; /* serializes sends and RMAs on this connection */
+    /* fields below: (mu) of the owning IA */
+    Ep *owner = nullptr;  /* the EP using it, once accepted/connecting */
+    Cr *cr = nullptr;     /* passive: the pending connection request */
+    Sp *sp = nullptr;     /* passive: the service point it arrived on */
+    bool dead = false;    /* reset, or we dropped it */
+    bool got_req = false; /* passive: CONN_REQ seen */
+    /*
+     * passive: dat_cr_accept is sending ACCEPT; a loss seen meanwhile
+     * only marks the connection dead and records how it ended in
+     * lost_graceful, and cr_accept reports it after ESTABLISHED.
+     */
+    bool accepting = false;
+    bool lost_graceful = false;
+    std::map<uint32_t, PeerMr> peer;   /* regions the peer offered */
+    std::map<uint32_t, LocalWin> wins; /* our regions' windows here */
+    scif_portID peer_id{};
+    /*
+     * Progress thread only: the message being received.  It is read
+     * without blocking, as it arrives, so a peer that stops half way
+     * through a message never stalls the progress engine.
+     */
+    MsgHdr rhdr{};
+    size_t rhdr_got = 0;  /* header bytes in rhdr */
+    size_t rbody_got = 0; /* body bytes in rbuf */
+    std::vector<uint8_t> rbuf;
+    scif_epd_t epd() const { return ep->epd; }
 };
 
 struct Cno : Obj {
-	std::mutex mu;	/* protects the fields below */
-	std::condition_variable cv;
-	std::deque<Evd *> triggered;
-	DAT_OS_WAIT_PROXY_AGENT agent{nullptr, nullptr};
-	int pipe_rd = -1, pipe_wr = -1;	/* dat_cno_fd_create */
-	int waiters = 0;
-	bool dying = false;
-	void trigger(Evd *evd);
+    std::mutex mu; /* protects the fields below */
+    std::condition_variable cv;
+    std::deque<Evd *> triggered;
+    DAT_OS_WAIT_PROXY_AGENT agent{nullptr, nullptr};
+    int pipe_rd = -1, pipe_wr = -1; /* dat_cno_fd_create */
+    int waiters = 0;
+    bool dying = false;
+    void trigger(Evd *evd);
 };
 
 struct Evd : Obj {
-	Evd(DAT_COUNT qlen) : q(qlen) {}
-	EventQueue q;
-	DAT_EVD_FLAGS flags = DAT_EVD_DEFAULT_FLAG;
-	Cno *cno = nullptr;		/* (mu) */
-	bool enabled = true;		/* (mu) */
-	int users = 0;			/* (mu) EPs, SPs, IA async use */
-	int restrict_users = 0;		/* (mu) EPs needing threshold 1 */
+    Evd(DAT_COUNT qlen) : q(qlen) {}
+    EventQueue q;
+    DAT_EVD_FLAGS flags = DAT_EVD_DEFAULT_FLAG;
+    Cno *cno = nullptr;     /* (mu) */
+    bool enabled = true;    /* (mu) */
+    int users = 0;          /* (mu) EPs, SPs, IA async use */
+    int restrict_users = 0; /* (mu) EPs needing threshold 1 */
 };
 
 struct Pz : Obj {
-	int users = 0;	/* (mu) LMRs, RMRs, EPs, SRQs */
+    int users = 0; /* (mu) LMRs, RMRs, EPs, SRQs */
 };
 
 struct Lmr : Obj {
-	Pz *pz;
-	DAT_MEM_TYPE mem_type;
-	DAT_REGION_DESCRIPTION desc;
-	uint64_t va;
-	uint64_t len;
-	DAT_MEM_PRIV_FLAGS priv;
-	DAT_VA_TYPE va_type;
-	uint32_t id;		/* lmr_context == rmr_context */
-	int rmr_users = 0;	/* (mu) RMRs bound to it */
+    Pz *pz;
+    DAT_MEM_TYPE mem_type;
+    DAT_REGION_DESCRIPTION desc;
+    uint64_t va;
+    uint64_t len;
+    DAT_MEM_PRIV_FLAGS priv;
+    DAT_VA_TYPE va_type;
+    uint32_t id;       /* lmr_context == rmr_context */
+    int rmr_users = 0; /* (mu) RMRs bound to it */
 };
 
 struct Rmr : Obj {
-	Pz *pz;
-	bool bound = false;	/* (mu) */
-	Lmr *lmr = nullptr;	/* (mu) */
-	DAT_LMR_TRIPLET trip{};	/* (mu) */
-	DAT_MEM_PRIV_FLAGS priv = DAT_MEM_PRIV_NONE_FLAG;
-	DAT_VA_TYPE va_type = DAT_VA_TYPE_VA;
-	uint32_t id = 0;	/* (mu) current rmr_context, 0 when unbound */
-	std::weak_ptr<Conn> conn;	/* (mu) where it was offered */
+    Pz *pz;
+    bool bound = false;     /* (mu) */
+    Lmr *lmr = nullptr;     /* (mu) */
+    DAT_LMR_TRIPLET trip{}; /* (mu) */
+    DAT_MEM_PRIV_FLAGS priv = DAT_MEM_PRIV_NONE_FLAG;
+    DAT_VA_TYPE va_type = DAT_VA_TYPE_VA;
+    uint32_t id = 0;          /* (mu) current rmr_context, 0 when unbound */
+    std::weak_ptr<Conn> conn; /* (mu) where it was offered */
 };
 
 /* A posted receive. */
 struct RecvReq {
-	std::vector<Seg> segs;
-	DAT_DTO_COOKIE cookie;
-	DAT_COMPLETION_FLAGS flags;
+    std::vector<Seg> segs;
+    DAT_DTO_COOKIE cookie;
+    DAT_COMPLETION_FLAGS flags;
 };
 
 struct Srq : Obj {
-	Pz *pz;
-	DAT_SRQ_ATTR attr;
-	std::deque<RecvReq> recvs;	/* (mu) */
-	int users = 0;			/* (mu) EPs */
-	int outstanding = 0;		/* (mu) taken by a message, not yet done */
+    Pz *pz;
+    DAT_SRQ_ATTR attr;
+    std::deque<RecvReq> recvs; /* (mu) */
+    int users = 0;             /* (mu) EPs */
+    int outstanding = 0;       /* (mu) taken by a message, not yet done */
 };
 
 /* A message that arrived before a receive was posted. */
 struct Unexpected {
-	std::vector<uint8_t> data;
-	uint16_t flags;
+    std::vector<uint8_t> data;
+    uint16_t flags;
 };
 
 struct Ep : Obj {
-	Pz *pz = nullptr;		/* (mu) */
-	Evd *recv_evd = nullptr;	/* (mu) */
-	Evd *req_evd = nullptr;		/* (mu) */
-	Evd *conn_evd = nullptr;	/* (mu) */
-	Srq *srq = nullptr;		/* (mu) */
-	DAT_EP_ATTR attr;		/* (mu) */
-	DAT_EP_STATE state = DAT_EP_STATE_UNCONNECTED;	/* (mu) */
-	std::shared_ptr<Conn> conn;	/* (mu) */
-	std::deque<RecvReq> recvs;	/* (mu) */
-	std::deque<Unexpected> unexpected;	/* (mu) */
-	std::vector<uint8_t> peer_pdata;	/* (mu) active side, valid until reset */
-	sockaddr_in remote_addr{};	/* (mu) */
-	uint64_t remote_qual = 0;	/* (mu) */
-	uint64_t local_qual = 0;	/* (mu) */
-	bool has_deadline = false;	/* (mu) */
-	std::chrono::steady_clock::time_point deadline;	/* (mu) */
-	Credit req_credit = std::make_shared<std::atomic<int>>(0);
-	Sp *rsp = nullptr;		/* (mu) RSP reserving this EP */
-	bool provider_made = false;	/* created by a PSP with PROVIDER flag */
+    Pz *pz = nullptr;                               /* (mu) */
+    Evd *recv_evd = nullptr;                        /* (mu) */
+    Evd *req_evd = nullptr;                         /* (mu) */
+    Evd *conn_evd = nullptr;                        /* (mu) */
+    Srq *srq = nullptr;                             /* (mu) */
+    DAT_EP_ATTR attr;                               /* (mu) */
+    DAT_EP_STATE state = DAT_EP_STATE_UNCONNECTED;  /* (mu) */
+    std::shared_ptr<Conn> conn;                     /* (mu) */
+    std::deque<RecvReq> recvs;                      /* (mu) */
+    std::deque<Unexpected> unexpected;              /* (mu) */
+    std::vector<uint8_t> peer_pdata;                /* (mu) active side, valid until reset */
+    sockaddr_in remote_addr{};                      /* (mu) */
+    uint64_t remote_qual = 0;                       /* (mu) */
+    uint64_t local_qual = 0;                        /* (mu) */
+    bool has_deadline = false;                      /* (mu) */
+    std::chrono::steady_clock::time_point deadline; /* (mu) */
+    Credit req_credit = std::make_shared<std::atomic<int>>(0);
+    Sp *rsp = nullptr;          /* (mu) RSP reserving this EP */
+    bool provider_made = false; /* created by a PSP with PROVIDER flag */
 };
 
 /* Listening SCIF endpoint of a PSP or RSP. */
 struct Sp : Obj {
-	bool is_rsp = false;
-	uint64_t qual = 0;
-	Evd *evd = nullptr;
-	DAT_PSP_FLAGS flags = DAT_PSP_CONSUMER_FLAG;
-	Ep *ep = nullptr;		/* RSP: the reserved EP */
-	std::shared_ptr<ScifEp> lep;
-	/*
-	 * (mu) The progress engine stops polling a listener whose accept
-	 * failed for good (node gone), and pauses one that ran out of
-	 * descriptors or memory until retry_at, instead of spinning on it.
-	 */
-	bool listen_failed = false;
-	bool backoff = false;
-	std::chrono::steady_clock::time_point retry_at;
+    bool is_rsp = false;
+    uint64_t qual = 0;
+    Evd *evd = nullptr;
+    DAT_PSP_FLAGS flags = DAT_PSP_CONSUMER_FLAG;
+    Ep *ep = nullptr; /* RSP: the reserved EP */
+    std::shared_ptr<ScifEp> lep;
+    /*
+     * (mu) The progress engine stops polling a listener whose accept
+     * failed for good (node gone), and pauses one that ran out of
+     * descriptors or memory until retry_at, instead of spinning on it.
+     */
+    bool listen_failed = false;
+    bool backoff = false;
+    std::chrono::steady_clock::time_point retry_at;
 };
 
 struct Cr : Obj {
-	std::shared_ptr<Conn> conn;	/* (mu) */
-	Sp *sp = nullptr;		/* (mu) */
-	Ep *ep = nullptr;		/* (mu) RSP or provider-created EP */
-	std::vector<uint8_t> pdata;
-	sockaddr_in remote_addr{};
-	uint64_t remote_port_qual = 0;
+    std::shared_ptr<Conn> conn; /* (mu) */
+    Sp *sp = nullptr;           /* (mu) */
+    Ep *ep = nullptr;           /* (mu) RSP or provider-created EP */
+    std::vector<uint8_t> pdata;
+    sockaddr_in remote_addr{};
+    uint64_t remote_port_qual = 0;
 };
 
 struct Ia : Obj {
-	std::mutex mu;			/* see the header comment */
-	const DAT_PROVIDER *provider;
-	uint16_t node = 0;
-	sockaddr_in addr{};
-	Evd *async_evd = nullptr;
-	bool own_async = false;
-	uint32_t next_id = 1;		/* (mu) LMR/RMR context ids */
-	std::list<Obj *> objs;		/* (mu) every child object */
-	std::map<uint32_t, Lmr *> lmrs;	/* (mu) by context */
-	std::list<Ep *> eps;		/* (mu) */
-	std::list<Sp *> sps;		/* (mu) */
-	std::list<std::shared_ptr<Conn>> pending;	/* (mu) passive, no EP yet */
-	int wake_fd = -1;
-	bool stop = false;		/* (mu) */
-	uint64_t loops = 0;		/* (mu) poll sets built so far */
-	std::condition_variable loop_cv;	/* loops advanced (with mu) */
-	std::thread progress;
+    std::mutex mu; /* see the header comment */
+    const DAT_PROVIDER *provider;
+    uint16_t node = 0;
+    sockaddr_in addr{};
+    Evd *async_evd = nullptr;
+    bool own_async = false;
+    uint32_t next_id = 1;                     /* (mu) LMR/RMR context ids */
+    std::list<Obj *> objs;                    /* (mu) every child object */
+    std::map<uint32_t, Lmr *> lmrs;           /* (mu) by context */
+    std::list<Ep *> eps;                      /* (mu) */
+    std::list<Sp *> sps;                      /* (mu) */
+    std::list<std::shared_ptr<Conn>> pending; /* (mu) passive, no EP yet */
+    int wake_fd = -1;
+    bool stop = false;               /* (mu) */
+    uint64_t loops = 0;              /* (mu) poll sets built so far */
+    std::condition_variable loop_cv; /* loops advanced (with mu) */
+    std::thread progress;
 
-	void wake();
-	void run();	/* the progress engine */
-	/*
-	 * Wait until the progress engine has rebuilt its poll set after
-	 * `since` (an earlier value of loops): it then holds no reference
-	 * to endpoints unlinked before, so their descriptors are closed.
-	 */
-	void sync_progress(uint64_t since);
+    void wake();
+    void run(); /* the progress engine */
+    /*
+     * Wait until the progress engine has rebuilt its poll set after
+     * `since` (an earlier value of loops): it then holds no reference
+     * to endpoints unlinked before, so their descriptors are closed.
+     */
+    void sync_progress(uint64_t since);
 };
 
 /* ---- shared helpers (dapl_scif.cpp) ---------------------------------- */
@@ -262,43 +268,37 @@ void reg_add(Obj *o);
 void reg_del(Obj *o);
 Obj *reg_find(DAT_HANDLE h, DAT_HANDLE_TYPE t);
 
-template <class T> T *as(DAT_HANDLE h, DAT_HANDLE_TYPE t)
-{
-	return static_cast<T *>(reg_find(h, t));
+template <class T> T *as(DAT_HANDLE h, DAT_HANDLE_TYPE t) {
+    return static_cast<T *>(reg_find(h, t));
 }
 
 /* Initialize the common head and register the object with its IA (mu). */
 void obj_init(Obj *o, Ia *ia, DAT_HANDLE_TYPE t);
-void obj_unlink(Obj *o);	/* (mu) */
+void obj_unlink(Obj *o); /* (mu) */
 
 /* Queue an event on an EVD and trigger its CNO when due (mu). */
-void evd_post(Evd *evd, const DAT_EVENT &ev, bool notify = true,
-	      Credit credit = nullptr);
-void post_conn_event(Ep *ep, DAT_EVENT_NUMBER num, const void *pdata = nullptr,
-		     DAT_COUNT plen = 0);
-void post_dto(Ep *ep, Evd *evd, DAT_DTO_COOKIE cookie,
-	      DAT_DTO_COMPLETION_STATUS st, uint64_t len, DAT_DTOS op,
-	      bool notify, Credit credit = nullptr);
+void evd_post(Evd *evd, const DAT_EVENT &ev, bool notify = true, Credit credit = nullptr);
+void post_conn_event(Ep *ep, DAT_EVENT_NUMBER num, const void *pdata = nullptr, DAT_COUNT plen = 0);
+void post_dto(Ep *ep, Evd *evd, DAT_DTO_COOKIE cookie, DAT_DTO_COMPLETION_STATUS st, uint64_t len,
+              DAT_DTOS op, bool notify, Credit credit = nullptr);
 
 /* Connection side (dapl_conn.cpp). */
-void ep_flush(Ep *ep);					/* (mu) */
-void ep_drop_conn(Ep *ep);				/* (mu) */
+void ep_flush(Ep *ep);                                                 /* (mu) */
+void ep_drop_conn(Ep *ep);                                             /* (mu) */
 void conn_lost(Ia *ia, const std::shared_ptr<Conn> &c, bool graceful); /* (mu) */
 
 /* Validate a local I/O vector for an EP (mu). */
-DAT_RETURN check_local_iov(Ep *ep, DAT_COUNT n, const DAT_LMR_TRIPLET *iov,
-			   DAT_MEM_PRIV_FLAGS need, std::vector<Seg> *segs);
+DAT_RETURN check_local_iov(Ep *ep, DAT_COUNT n, const DAT_LMR_TRIPLET *iov, DAT_MEM_PRIV_FLAGS need,
+                           std::vector<Seg> *segs);
 
 /* Our regions offered on a connection (mu): LMRs of the IA, same PZ marks. */
 std::vector<MrInfo> mr_snapshot(Ia *ia, Pz *pz);
 /* Register windows for offered regions (no lock held); fills win. */
-void mr_register(const std::shared_ptr<Conn> &c, std::vector<MrInfo> *mrs,
-		 Ia *ia);
+void mr_register(const std::shared_ptr<Conn> &c, std::vector<MrInfo> *mrs, Ia *ia);
 
 /* Send one framed message (takes no lock; caller holds op_mu). */
-int send_msg(scif_epd_t epd, uint16_t type, uint16_t flags, uint64_t arg,
-	     const void *a, size_t alen, const void *b = nullptr,
-	     size_t blen = 0);
+int send_msg(scif_epd_t epd, uint16_t type, uint16_t flags, uint64_t arg, const void *a,
+             size_t alen, const void *b = nullptr, size_t blen = 0);
 
 extern const DAT_PROVIDER provider_template;
 

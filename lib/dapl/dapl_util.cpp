@@ -18,140 +18,125 @@
 
 namespace daplscif {
 
-bool debug_enabled()
-{
-	static const bool on = [] {
-		const char *v = std::getenv("DAPLSCIF_DEBUG");
-		return v && *v && std::strcmp(v, "0") != 0;
-	}();
-	return on;
+bool debug_enabled() {
+    static const bool on = [] {
+        const char *v = std::getenv("DAPLSCIF_DEBUG");
+        return v && *v && std::strcmp(v, "0") != 0;
+    }();
+    return on;
 }
 
-void debug_log(const char *fmt, ...)
-{
-	char line[512];
-	timespec ts{};
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	int n = std::snprintf(line, sizeof(line), "daplscif %d/%ld %ld.%06ld: ",
-			      (int)getpid(), (long)syscall(SYS_gettid),
-			      (long)ts.tv_sec, ts.tv_nsec / 1000);
-	if (n < 0 || (size_t)n >= sizeof(line))
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	int m = std::vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
-	va_end(ap);
-	if (m < 0)
-		return;
-	size_t len = std::strlen(line);
-	line[len++] = '\n';
-	/* One write per line: lines of concurrent threads stay whole. */
-	ssize_t w = write(STDERR_FILENO, line, len);
-	(void)w;
+void debug_log(const char *fmt, ...) {
+    char line[512];
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int n = std::snprintf(line, sizeof(line), "daplscif %d/%ld %ld.%06ld: ", (int)getpid(),
+                          (long)syscall(SYS_gettid), (long)ts.tv_sec, ts.tv_nsec / 1000);
+    if (n < 0 || (size_t)n >= sizeof(line))
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int m = std::vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+    va_end(ap);
+    if (m < 0)
+        return;
+    size_t len = std::strlen(line);
+    line[len++] = '\n';
+    /* One write per line: lines of concurrent threads stay whole. */
+    ssize_t w = write(STDERR_FILENO, line, len);
+    (void)w;
 }
 
-void node_to_sockaddr(uint16_t node, sockaddr_in *sin)
-{
-	std::memset(sin, 0, sizeof(*sin));
-	sin->sin_family = AF_INET;
-	sin->sin_addr.s_addr = htonl(kNodeNet | node);
+void node_to_sockaddr(uint16_t node, sockaddr_in *sin) {
+    std::memset(sin, 0, sizeof(*sin));
+    sin->sin_family = AF_INET;
+    sin->sin_addr.s_addr = htonl(kNodeNet | node);
 }
 
-bool ipv4_is_local_host(uint32_t addr)
-{
-	if ((addr >> 24) == 127 || addr == INADDR_ANY)
-		return true;
-	ifaddrs *ifa = nullptr;
-	if (getifaddrs(&ifa) != 0)
-		return false;
-	bool found = false;
-	for (ifaddrs *i = ifa; i && !found; i = i->ifa_next) {
-		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
-			continue;
-		auto *sin = reinterpret_cast<sockaddr_in *>(i->ifa_addr);
-		found = ntohl(sin->sin_addr.s_addr) == addr;
-	}
-	freeifaddrs(ifa);
-	return found;
+bool ipv4_is_local_host(uint32_t addr) {
+    if ((addr >> 24) == 127 || addr == INADDR_ANY)
+        return true;
+    ifaddrs *ifa = nullptr;
+    if (getifaddrs(&ifa) != 0)
+        return false;
+    bool found = false;
+    for (ifaddrs *i = ifa; i && !found; i = i->ifa_next) {
+        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
+            continue;
+        auto *sin = reinterpret_cast<sockaddr_in *>(i->ifa_addr);
+        found = ntohl(sin->sin_addr.s_addr) == addr;
+    }
+    freeifaddrs(ifa);
+    return found;
 }
 
-static bool ipv4_to_node(uint32_t a, uint16_t self, uint16_t *node,
-			 bool (*is_local)(uint32_t))
-{
-	if ((a & kNodeMask) == kNodeNet) {
-		uint32_t n = a & ~kNodeMask;
-		if (n > kMaxNode)
-			return false;
-		*node = (uint16_t)n;
-		return true;
-	}
-	if (is_local(a)) {
-		*node = self;
-		return true;
-	}
-	return false;
+static bool ipv4_to_node(uint32_t a, uint16_t self, uint16_t *node, bool (*is_local)(uint32_t)) {
+    if ((a & kNodeMask) == kNodeNet) {
+        uint32_t n = a & ~kNodeMask;
+        if (n > kMaxNode)
+            return false;
+        *node = (uint16_t)n;
+        return true;
+    }
+    if (is_local(a)) {
+        *node = self;
+        return true;
+    }
+    return false;
 }
 
 bool sockaddr_to_node(const sockaddr *sa, uint16_t self, uint16_t *node,
-		      bool (*is_local)(uint32_t))
-{
-	if (!sa)
-		return false;
-	if (sa->sa_family == AF_INET) {
-		auto *sin = reinterpret_cast<const sockaddr_in *>(sa);
-		return ipv4_to_node(ntohl(sin->sin_addr.s_addr), self, node,
-				    is_local);
-	}
-	if (sa->sa_family == AF_INET6) {
-		auto *s6 = reinterpret_cast<const sockaddr_in6 *>(sa);
-		if (IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr) ||
-		    IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr)) {
-			*node = self;
-			return true;
-		}
-		if (IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)) {
-			uint32_t a;
-			std::memcpy(&a, &s6->sin6_addr.s6_addr[12], 4);
-			return ipv4_to_node(ntohl(a), self, node, is_local);
-		}
-	}
-	return false;
+                      bool (*is_local)(uint32_t)) {
+    if (!sa)
+        return false;
+    if (sa->sa_family == AF_INET) {
+        auto *sin = reinterpret_cast<const sockaddr_in *>(sa);
+        return ipv4_to_node(ntohl(sin->sin_addr.s_addr), self, node, is_local);
+    }
+    if (sa->sa_family == AF_INET6) {
+        auto *s6 = reinterpret_cast<const sockaddr_in6 *>(sa);
+        if (IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr) || IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr)) {
+            *node = self;
+            return true;
+        }
+        if (IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)) {
+            uint32_t a;
+            std::memcpy(&a, &s6->sin6_addr.s6_addr[12], 4);
+            return ipv4_to_node(ntohl(a), self, node, is_local);
+        }
+    }
+    return false;
 }
 
-uint64_t iov_total(const std::vector<Seg> &segs)
-{
-	uint64_t t = 0;
-	for (const Seg &s : segs)
-		t += s.len;
-	return t;
+uint64_t iov_total(const std::vector<Seg> &segs) {
+    uint64_t t = 0;
+    for (const Seg &s : segs)
+        t += s.len;
+    return t;
 }
 
-bool iov_plan(const std::vector<Seg> &segs, uint64_t len,
-	      std::vector<Piece> *out)
-{
-	out->clear();
-	uint64_t left = len;
-	for (size_t i = 0; i < segs.size() && left; i++) {
-		uint64_t n = segs[i].len < left ? segs[i].len : left;
-		if (n)
-			out->push_back({i, 0, n});
-		left -= n;
-	}
-	return left == 0;
+bool iov_plan(const std::vector<Seg> &segs, uint64_t len, std::vector<Piece> *out) {
+    out->clear();
+    uint64_t left = len;
+    for (size_t i = 0; i < segs.size() && left; i++) {
+        uint64_t n = segs[i].len < left ? segs[i].len : left;
+        if (n)
+            out->push_back({i, 0, n});
+        left -= n;
+    }
+    return left == 0;
 }
 
-bool iov_scatter(const std::vector<Seg> &segs, const void *src, uint64_t len)
-{
-	std::vector<Piece> plan;
-	if (!iov_plan(segs, len, &plan))
-		return false;
-	auto *p = static_cast<const uint8_t *>(src);
-	for (const Piece &pc : plan) {
-		std::memcpy(reinterpret_cast<void *>(segs[pc.seg].va + pc.off),
-			    p, pc.len);
-		p += pc.len;
-	}
-	return true;
+bool iov_scatter(const std::vector<Seg> &segs, const void *src, uint64_t len) {
+    std::vector<Piece> plan;
+    if (!iov_plan(segs, len, &plan))
+        return false;
+    auto *p = static_cast<const uint8_t *>(src);
+    for (const Piece &pc : plan) {
+        std::memcpy(reinterpret_cast<void *>(segs[pc.seg].va + pc.off), p, pc.len);
+        p += pc.len;
+    }
+    return true;
 }
 
 } /* namespace daplscif */

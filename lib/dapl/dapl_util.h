@@ -23,7 +23,7 @@ namespace daplscif {
  * its interfaces, 0.0.0.0) names the caller's own node.  Anything else is
  * unreachable.
  */
-constexpr uint32_t kNodeNet = 0x7f530000;	/* 127.83.0.0/16 */
+constexpr uint32_t kNodeNet = 0x7f530000; /* 127.83.0.0/16 */
 constexpr uint32_t kNodeMask = 0xffff0000;
 constexpr unsigned kMaxNode = 255;
 
@@ -37,7 +37,7 @@ bool ipv4_is_local_host(uint32_t addr);
  * cannot be reached over SCIF.  `is_local` may be injected for tests.
  */
 bool sockaddr_to_node(const sockaddr *sa, uint16_t self, uint16_t *node,
-		      bool (*is_local)(uint32_t) = ipv4_is_local_host);
+                      bool (*is_local)(uint32_t) = ipv4_is_local_host);
 
 /*
  * Connection qualifiers and SCIF ports: a PSP/RSP with qualifier Q listens
@@ -47,22 +47,32 @@ bool sockaddr_to_node(const sockaddr *sa, uint16_t self, uint16_t *node,
 constexpr uint32_t kQualPortBase = 1024;
 constexpr uint32_t kQualPortRange = 65536 - kQualPortBase;
 
-inline uint16_t qual_to_port(uint64_t qual)
-{
-	return (uint16_t)(kQualPortBase + qual % kQualPortRange);
+inline uint16_t qual_to_port(uint64_t qual) {
+    return (uint16_t)(kQualPortBase + qual % kQualPortRange);
 }
-inline uint64_t port_to_qual(uint16_t port)
-{
-	return port >= kQualPortBase ? port - kQualPortBase : port;
+inline uint64_t port_to_qual(uint16_t port) {
+    return port >= kQualPortBase ? port - kQualPortBase : port;
 }
 
 /* One segment of an I/O vector, already validated against its LMR. */
 struct Seg {
-	uint64_t va;
-	uint32_t len;
+    uint64_t va;
+    uint32_t len;
 };
 
 uint64_t iov_total(const std::vector<Seg> &segs);
+
+/*
+ * Does [addr, addr + len) lie inside [base, base + blen)?  No sum is
+ * formed, so an address or length near 2^64 cannot wrap past the check.
+ * A region whose end would wrap (base + blen > 2^64) contains nothing.
+ */
+inline bool range_within(uint64_t base, uint64_t blen, uint64_t addr, uint64_t len) {
+    if (blen > UINT64_MAX - base || addr < base)
+        return false;
+    uint64_t off = addr - base;
+    return off <= blen && len <= blen - off;
+}
 
 /*
  * A piece of an I/O vector: segment index, offset in it, length.  Pieces
@@ -71,60 +81,59 @@ uint64_t iov_total(const std::vector<Seg> &segs);
  * are untouched.  Returns false when the vector holds fewer than len bytes.
  */
 struct Piece {
-	size_t seg;
-	uint64_t off;
-	uint64_t len;
+    size_t seg;
+    uint64_t off;
+    uint64_t len;
 };
-bool iov_plan(const std::vector<Seg> &segs, uint64_t len,
-	      std::vector<Piece> *out);
+bool iov_plan(const std::vector<Seg> &segs, uint64_t len, std::vector<Piece> *out);
 
 /* Copy len bytes of src into the vector, in order (see iov_plan). */
 bool iov_scatter(const std::vector<Seg> &segs, const void *src, uint64_t len);
 
 /* ---- wire format over a SCIF connection ------------------------------ */
 
-constexpr uint32_t kMagic = 0x44534331;	/* "DSC1" */
+constexpr uint32_t kMagic = 0x44534331; /* "DSC1" */
 
 enum MsgType : uint16_t {
-	MSG_CONN_REQ = 1,	/* active -> passive: ConnBody, pdata, MrInfo[] */
-	MSG_CONN_ACCEPT = 2,	/* passive -> active: ConnBody, pdata, MrInfo[] */
-	MSG_CONN_REJECT = 3,	/* passive -> active: ConnBody, pdata */
-	MSG_SEND = 4,		/* payload = the message */
-	MSG_MR_ADD = 5,		/* MrInfo[] */
-	MSG_MR_DEL = 6,		/* arg = context id */
-	MSG_DISCONNECT = 7,	/* graceful close */
+    MSG_CONN_REQ = 1,    /* active -> passive: ConnBody, pdata, MrInfo[] */
+    MSG_CONN_ACCEPT = 2, /* passive -> active: ConnBody, pdata, MrInfo[] */
+    MSG_CONN_REJECT = 3, /* passive -> active: ConnBody, pdata */
+    MSG_SEND = 4,        /* payload = the message */
+    MSG_MR_ADD = 5,      /* MrInfo[] */
+    MSG_MR_DEL = 6,      /* arg = context id */
+    MSG_DISCONNECT = 7,  /* graceful close */
 };
 
 enum MsgFlags : uint16_t {
-	MSGF_SOLICITED = 1,
+    MSGF_SOLICITED = 1,
 };
 
 struct MsgHdr {
-	uint32_t magic;
-	uint16_t type;
-	uint16_t flags;
-	uint32_t len;		/* bytes following the header */
-	uint32_t pad;
-	uint64_t arg;
+    uint32_t magic;
+    uint16_t type;
+    uint16_t flags;
+    uint32_t len; /* bytes following the header */
+    uint32_t pad;
+    uint64_t arg;
 };
 static_assert(sizeof(MsgHdr) == 24, "wire header");
 
 struct ConnBody {
-	uint64_t qual;		/* CONN_REQ: the qualifier asked for */
-	uint32_t pdata_len;
-	uint32_t n_mr;
+    uint64_t qual; /* CONN_REQ: the qualifier asked for */
+    uint32_t pdata_len;
+    uint32_t n_mr;
 };
 static_assert(sizeof(ConnBody) == 16, "wire conn body");
 
 /* A memory region (LMR or bound RMR) offered to the peer. */
 struct MrInfo {
-	uint32_t ctx;		/* the rmr_context the peer will quote */
-	uint32_t priv;		/* DAT_MEM_PRIV_FLAGS */
-	uint64_t va;		/* first byte of the region */
-	uint64_t len;
-	int64_t win;		/* SCIF offset of va in the sender's window, -1 none */
-	uint32_t same_pz;	/* region is in the connected EP's PZ */
-	uint32_t pad;
+    uint32_t ctx;  /* the rmr_context the peer will quote */
+    uint32_t priv; /* DAT_MEM_PRIV_FLAGS */
+    uint64_t va;   /* first byte of the region */
+    uint64_t len;
+    int64_t win;      /* SCIF offset of va in the sender's window, -1 none */
+    uint32_t same_pz; /* region is in the connected EP's PZ */
+    uint32_t pad;
 };
 static_assert(sizeof(MrInfo) == 40, "wire mr info");
 
@@ -147,11 +156,11 @@ constexpr int kMaxPrivateData = 256;
  */
 bool debug_enabled();
 void debug_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-#define DSC_DBG(...)                        \
-	do {                                \
-		if (::daplscif::debug_enabled()) \
-			::daplscif::debug_log(__VA_ARGS__); \
-	} while (0)
+#define DSC_DBG(...)                                                                               \
+    do {                                                                                           \
+        if (::daplscif::debug_enabled())                                                           \
+            ::daplscif::debug_log(__VA_ARGS__);                                                    \
+    } while (0)
 
 } /* namespace daplscif */
 

@@ -16,22 +16,20 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-static void dapl_test_env(char **argv)
-{
-	char cwd[PATH_MAX], conf[PATH_MAX + 64], libs[2 * PATH_MAX];
-	const char *old;
+static void dapl_test_env(char **argv) {
+    char cwd[PATH_MAX], conf[PATH_MAX + 64], libs[2 * PATH_MAX];
+    const char *old;
 
-	if (getenv("DAT_OVERRIDE") || !getcwd(cwd, sizeof(cwd)))
-		return;
-	snprintf(conf, sizeof(conf), "%s/lib/dapl/dat.conf.build", cwd);
-	if (access(conf, R_OK))
-		return;
-	old = getenv("LD_LIBRARY_PATH");
-	snprintf(libs, sizeof(libs), "%s/lib/.libs%s%s", cwd, old ? ":" : "",
-		 old ? old : "");
-	setenv("DAT_OVERRIDE", conf, 1);
-	setenv("LD_LIBRARY_PATH", libs, 1);
-	execv("/proc/self/exe", argv);
+    if (getenv("DAT_OVERRIDE") || !getcwd(cwd, sizeof(cwd)))
+        return;
+    snprintf(conf, sizeof(conf), "%s/lib/dapl/dat.conf.build", cwd);
+    if (access(conf, R_OK))
+        return;
+    old = getenv("LD_LIBRARY_PATH");
+    snprintf(libs, sizeof(libs), "%s/lib/.libs%s%s", cwd, old ? ":" : "", old ? old : "");
+    setenv("DAT_OVERRIDE", conf, 1);
+    setenv("LD_LIBRARY_PATH", libs, 1);
+    execv("/proc/self/exe", argv);
 }
 
 #endif /* DAPL_ENV_H */

@@ -10,120 +10,121 @@
 
 using namespace daplscif;
 
-static sockaddr_in v4(const char *s)
-{
-	sockaddr_in a{};
-	a.sin_family = AF_INET;
-	inet_pton(AF_INET, s, &a.sin_addr);
-	return a;
+static sockaddr_in v4(const char *s) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    inet_pton(AF_INET, s, &a.sin_addr);
+    return a;
 }
 
-static bool only_loopback(uint32_t a)
-{
-	return (a >> 24) == 127 || a == 0x0a000005;	/* 10.0.0.5 is "ours" */
+static bool only_loopback(uint32_t a) {
+    return (a >> 24) == 127 || a == 0x0a000005; /* 10.0.0.5 is "ours" */
 }
 
-TEST(Addr, NodeAddressRoundTrip)
-{
-	sockaddr_in a;
-	node_to_sockaddr(3, &a);
-	char buf[32];
-	inet_ntop(AF_INET, &a.sin_addr, buf, sizeof(buf));
-	EXPECT_STREQ(buf, "127.83.0.3");
-	uint16_t node = 99;
-	ASSERT_TRUE(sockaddr_to_node(reinterpret_cast<sockaddr *>(&a), 0, &node,
-				     only_loopback));
-	EXPECT_EQ(node, 3);
+TEST(Addr, NodeAddressRoundTrip) {
+    sockaddr_in a;
+    node_to_sockaddr(3, &a);
+    char buf[32];
+    inet_ntop(AF_INET, &a.sin_addr, buf, sizeof(buf));
+    EXPECT_STREQ(buf, "127.83.0.3");
+    uint16_t node = 99;
+    ASSERT_TRUE(sockaddr_to_node(reinterpret_cast<sockaddr *>(&a), 0, &node, only_loopback));
+    EXPECT_EQ(node, 3);
 }
 
-TEST(Addr, HostAddressesMeanOwnNode)
-{
-	uint16_t node = 99;
-	sockaddr_in a = v4("127.0.0.1");
-	ASSERT_TRUE(sockaddr_to_node(reinterpret_cast<sockaddr *>(&a), 2, &node,
-				     only_loopback));
-	EXPECT_EQ(node, 2);
-	a = v4("10.0.0.5");
-	ASSERT_TRUE(sockaddr_to_node(reinterpret_cast<sockaddr *>(&a), 0, &node,
-				     only_loopback));
-	EXPECT_EQ(node, 0);
-	a = v4("192.0.2.1");	/* not ours */
-	EXPECT_FALSE(sockaddr_to_node(reinterpret_cast<sockaddr *>(&a), 0,
-				      &node, only_loopback));
-	a = v4("127.83.1.0");	/* node 256: out of range */
-	EXPECT_FALSE(sockaddr_to_node(reinterpret_cast<sockaddr *>(&a), 0,
-				      &node, only_loopback));
-	EXPECT_FALSE(sockaddr_to_node(nullptr, 0, &node, only_loopback));
+TEST(Addr, HostAddressesMeanOwnNode) {
+    uint16_t node = 99;
+    sockaddr_in a = v4("127.0.0.1");
+    ASSERT_TRUE(sockaddr_to_node(reinterpret_cast<sockaddr *>(&a), 2, &node, only_loopback));
+    EXPECT_EQ(node, 2);
+    a = v4("10.0.0.5");
+    ASSERT_TRUE(sockaddr_to_node(reinterpret_cast<sockaddr *>(&a), 0, &node, only_loopback));
+    EXPECT_EQ(node, 0);
+    a = v4("192.0.2.1"); /* not ours */
+    EXPECT_FALSE(sockaddr_to_node(reinterpret_cast<sockaddr *>(&a), 0, &node, only_loopback));
+    a = v4("127.83.1.0"); /* node 256: out of range */
+    EXPECT_FALSE(sockaddr_to_node(reinterpret_cast<sockaddr *>(&a), 0, &node, only_loopback));
+    EXPECT_FALSE(sockaddr_to_node(nullptr, 0, &node, only_loopback));
 }
 
-TEST(Addr, Ipv6)
-{
-	uint16_t node = 99;
-	sockaddr_in6 a{};
-	a.sin6_family = AF_INET6;
-	a.sin6_addr = in6addr_loopback;
-	ASSERT_TRUE(sockaddr_to_node(reinterpret_cast<sockaddr *>(&a), 1, &node,
-				     only_loopback));
-	EXPECT_EQ(node, 1);
-	inet_pton(AF_INET6, "::ffff:127.83.0.1", &a.sin6_addr);
-	ASSERT_TRUE(sockaddr_to_node(reinterpret_cast<sockaddr *>(&a), 0, &node,
-				     only_loopback));
-	EXPECT_EQ(node, 1);
-	inet_pton(AF_INET6, "2001:db8::1", &a.sin6_addr);
-	EXPECT_FALSE(sockaddr_to_node(reinterpret_cast<sockaddr *>(&a), 0,
-				      &node, only_loopback));
+TEST(Addr, Ipv6) {
+    uint16_t node = 99;
+    sockaddr_in6 a{};
+    a.sin6_family = AF_INET6;
+    a.sin6_addr = in6addr_loopback;
+    ASSERT_TRUE(sockaddr_to_node(reinterpret_cast<sockaddr *>(&a), 1, &node, only_loopback));
+    EXPECT_EQ(node, 1);
+    inet_pton(AF_INET6, "::ffff:127.83.0.1", &a.sin6_addr);
+    ASSERT_TRUE(sockaddr_to_node(reinterpret_cast<sockaddr *>(&a), 0, &node, only_loopback));
+    EXPECT_EQ(node, 1);
+    inet_pton(AF_INET6, "2001:db8::1", &a.sin6_addr);
+    EXPECT_FALSE(sockaddr_to_node(reinterpret_cast<sockaddr *>(&a), 0, &node, only_loopback));
 }
 
-TEST(Qual, PortMapping)
-{
-	EXPECT_EQ(qual_to_port(0), 1024);
-	EXPECT_EQ(qual_to_port(45248), 46272);
-	EXPECT_EQ(qual_to_port(kQualPortRange), 1024);
-	EXPECT_EQ(qual_to_port(53000), 54024);
-	for (uint16_t p : {1024, 1088, 5000, 65535})
-		EXPECT_EQ(qual_to_port(port_to_qual(p)), p);
+TEST(Qual, PortMapping) {
+    EXPECT_EQ(qual_to_port(0), 1024);
+    EXPECT_EQ(qual_to_port(45248), 46272);
+    EXPECT_EQ(qual_to_port(kQualPortRange), 1024);
+    EXPECT_EQ(qual_to_port(53000), 54024);
+    for (uint16_t p : {1024, 1088, 5000, 65535})
+        EXPECT_EQ(qual_to_port(port_to_qual(p)), p);
 }
 
-TEST(Iov, FillOrder)
-{
-	std::vector<uint8_t> a(4, 0xee), b(4, 0xee), c(4, 0xee);
-	std::vector<Seg> segs = {
-		{reinterpret_cast<uint64_t>(a.data()), 4},
-		{reinterpret_cast<uint64_t>(b.data()), 4},
-		{reinterpret_cast<uint64_t>(c.data()), 4},
-	};
-	uint8_t src[6] = {1, 2, 3, 4, 5, 6};
-	ASSERT_TRUE(iov_scatter(segs, src, 6));
-	EXPECT_EQ(a, (std::vector<uint8_t>{1, 2, 3, 4}));	/* full */
-	EXPECT_EQ(b, (std::vector<uint8_t>{5, 6, 0xee, 0xee}));	/* partial */
-	EXPECT_EQ(c, (std::vector<uint8_t>(4, 0xee)));		/* untouched */
-	EXPECT_FALSE(iov_scatter(segs, src, 13));		/* too small */
-	EXPECT_EQ(iov_total(segs), 12u);
+TEST(Iov, FillOrder) {
+    std::vector<uint8_t> a(4, 0xee), b(4, 0xee), c(4, 0xee);
+    std::vector<Seg> segs = {
+        {reinterpret_cast<uint64_t>(a.data()), 4},
+        {reinterpret_cast<uint64_t>(b.data()), 4},
+        {reinterpret_cast<uint64_t>(c.data()), 4},
+    };
+    uint8_t src[6] = {1, 2, 3, 4, 5, 6};
+    ASSERT_TRUE(iov_scatter(segs, src, 6));
+    EXPECT_EQ(a, (std::vector<uint8_t>{1, 2, 3, 4}));       /* full */
+    EXPECT_EQ(b, (std::vector<uint8_t>{5, 6, 0xee, 0xee})); /* partial */
+    EXPECT_EQ(c, (std::vector<uint8_t>(4, 0xee)));          /* untouched */
+    EXPECT_FALSE(iov_scatter(segs, src, 13));               /* too small */
+    EXPECT_EQ(iov_total(segs), 12u);
 }
 
-TEST(Iov, PlanSkipsEmptySegments)
-{
-	std::vector<Seg> segs = {{0x1000, 0}, {0x2000, 8}, {0x3000, 8}};
-	std::vector<Piece> plan;
-	ASSERT_TRUE(iov_plan(segs, 10, &plan));
-	ASSERT_EQ(plan.size(), 2u);
-	EXPECT_EQ(plan[0].seg, 1u);
-	EXPECT_EQ(plan[0].len, 8u);
-	EXPECT_EQ(plan[1].seg, 2u);
-	EXPECT_EQ(plan[1].len, 2u);
-	ASSERT_TRUE(iov_plan(segs, 0, &plan));
-	EXPECT_TRUE(plan.empty());
+TEST(Iov, PlanSkipsEmptySegments) {
+    std::vector<Seg> segs = {{0x1000, 0}, {0x2000, 8}, {0x3000, 8}};
+    std::vector<Piece> plan;
+    ASSERT_TRUE(iov_plan(segs, 10, &plan));
+    ASSERT_EQ(plan.size(), 2u);
+    EXPECT_EQ(plan[0].seg, 1u);
+    EXPECT_EQ(plan[0].len, 8u);
+    EXPECT_EQ(plan[1].seg, 2u);
+    EXPECT_EQ(plan[1].len, 2u);
+    ASSERT_TRUE(iov_plan(segs, 0, &plan));
+    EXPECT_TRUE(plan.empty());
 }
 
-TEST(Wire, Layout)
-{
-	EXPECT_EQ(sizeof(MsgHdr), 24u);
-	EXPECT_EQ(sizeof(MrInfo), 40u);
-	EXPECT_EQ(sizeof(ConnBody), 16u);
+TEST(Wire, Layout) {
+    EXPECT_EQ(sizeof(MsgHdr), 24u);
+    EXPECT_EQ(sizeof(MrInfo), 40u);
+    EXPECT_EQ(sizeof(ConnBody), 16u);
 }
 
-int main(int argc, char **argv)
-{
-	::testing::InitGoogleTest(&argc, argv);
-	return RUN_ALL_TESTS();
+int main(int argc, char **argv) {
+    ::testing::InitGoogleTest(&argc, argv);
+    return RUN_ALL_TESTS();
+}
+
+TEST(Range, Within) {
+    EXPECT_TRUE(range_within(0x1000, 0x100, 0x1000, 0x100));
+    EXPECT_TRUE(range_within(0x1000, 0x100, 0x10ff, 1));
+    EXPECT_TRUE(range_within(0x1000, 0x100, 0x1100, 0));
+    EXPECT_FALSE(range_within(0x1000, 0x100, 0x0fff, 1));
+    EXPECT_FALSE(range_within(0x1000, 0x100, 0x10ff, 2));
+    EXPECT_FALSE(range_within(0x1000, 0x100, 0x1101, 0));
+}
+
+TEST(Range, NoWrapAround2To64) {
+    /* The end sum of these wraps to a small number inside the region. */
+    EXPECT_FALSE(range_within(0x1000, 0x100, UINT64_MAX - 7, 16));
+    EXPECT_FALSE(range_within(0x1000, 0x100, 0x1000, UINT64_MAX));
+    EXPECT_FALSE(range_within(0x1000, 0x100, 0x1080, UINT64_MAX - 0x7f));
+    /* A region reaching past 2^64 - 1 holds nothing. */
+    EXPECT_FALSE(range_within(UINT64_MAX - 0xff, 0x200, UINT64_MAX - 0xff, 1));
+    EXPECT_TRUE(range_within(UINT64_MAX - 0xff, 0xff, UINT64_MAX - 0xff, 0xff));
 }
