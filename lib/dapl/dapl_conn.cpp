@@ -12,6 +12,7 @@
  * SCIF RMA calls, so the peer's CPU is not involved.
  */
 #include "dapl_scif.h"
+#include "dapl_provider.h"
 
 #include <cerrno>
 #include <climits>

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * dapl_scif.cpp - the SCIF DAT 2.0 provider: registry entry points, IA, PZ,
- * EVD, CNO, LMR, RMR, SRQ and the DAT_PROVIDER table.  Connections, EPs and
- * DTOs are in dapl_conn.cpp.
+ * dapl_scif.cpp - the SCIF DAT 2.0 provider: the handle registry, IA, PZ,
+ * EVD, CNO, LMR, RMR and SRQ.  Connections, EPs and DTOs are in
+ * dapl_conn.cpp; the registration and the DAT_PROVIDER table in
+ * dapl_provider.cpp.
  */
 #include "dapl_scif.h"
+#include "dapl_provider.h"
 
 #include <cerrno>
 #include <cstring>
@@ -181,26 +183,8 @@ static DAT_RETURN evd_create_locked(Ia *ia, DAT_COUNT qlen, Cno *cno, DAT_EVD_FL
                                     Evd **out);
 static void evd_destroy(Evd *evd);
 
-static DAT_RETURN DAT_API ia_open(const DAT_NAME_PTR name, DAT_COUNT qlen,
-                                  DAT_EVD_HANDLE *async_evd, DAT_IA_HANDLE *iap);
-
-struct ProviderEntry {
-    std::string name;
-    DAT_PROVIDER prov;
-};
-static std::mutex g_prov_mu; /* protects g_provs */
-static std::list<ProviderEntry> g_provs;
-
-static const DAT_PROVIDER *find_provider(const char *name) {
-    std::lock_guard<std::mutex> lk(g_prov_mu);
-    for (auto &p : g_provs)
-        if (p.name == name)
-            return &p.prov;
-    return g_provs.empty() ? nullptr : &g_provs.front().prov;
-}
-
-static DAT_RETURN DAT_API ia_open(const DAT_NAME_PTR name, DAT_COUNT qlen,
-                                  DAT_EVD_HANDLE *async_evd, DAT_IA_HANDLE *iap) {
+DAT_RETURN DAT_API ia_open(const DAT_NAME_PTR name, DAT_COUNT qlen, DAT_EVD_HANDLE *async_evd,
+                           DAT_IA_HANDLE *iap) {
     if (!iap || !async_evd)
         return dat_err(DAT_INVALID_PARAMETER);
     const DAT_PROVIDER *prov = find_provider(name ? name : "");
@@ -263,7 +247,7 @@ static DAT_RETURN DAT_API ia_open(const DAT_NAME_PTR name, DAT_COUNT qlen,
 /* Tear down one child object at IA close (mu held, progress stopped). */
 static void free_child(Obj *o);
 
-static DAT_RETURN DAT_API ia_close(DAT_IA_HANDLE h, DAT_CLOSE_FLAGS flags) {
+DAT_RETURN DAT_API ia_close(DAT_IA_HANDLE h, DAT_CLOSE_FLAGS flags) {
     Ia *ia = as<Ia>(h, DAT_HANDLE_TYPE_IA);
     if (!ia)
         return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA);
@@ -312,9 +296,8 @@ static DAT_RETURN DAT_API ia_close(DAT_IA_HANDLE h, DAT_CLOSE_FLAGS flags) {
     return DAT_SUCCESS;
 }
 
-static DAT_RETURN DAT_API ia_query(DAT_IA_HANDLE h, DAT_EVD_HANDLE *async_evd,
-                                   DAT_IA_ATTR_MASK amask, DAT_IA_ATTR *a,
-                                   DAT_PROVIDER_ATTR_MASK pmask, DAT_PROVIDER_ATTR *p) {
+DAT_RETURN DAT_API ia_query(DAT_IA_HANDLE h, DAT_EVD_HANDLE *async_evd, DAT_IA_ATTR_MASK amask,
+                            DAT_IA_ATTR *a, DAT_PROVIDER_ATTR_MASK pmask, DAT_PROVIDER_ATTR *p) {
     Ia *ia = as<Ia>(h, DAT_HANDLE_TYPE_IA);
     if (!ia)
         return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA);
@@ -407,7 +390,7 @@ static DAT_RETURN DAT_API ia_query(DAT_IA_HANDLE h, DAT_EVD_HANDLE *async_evd,
 
 /* ---- consumer context, handle type --------------------------------- */
 
-static DAT_RETURN DAT_API set_consumer_context(DAT_HANDLE h, DAT_CONTEXT c) {
+DAT_RETURN DAT_API set_consumer_context(DAT_HANDLE h, DAT_CONTEXT c) {
     DAT_HANDLE_TYPE t;
     if (!reg_any(h, &t))
         return dat_err(DAT_INVALID_HANDLE);
@@ -415,7 +398,7 @@ static DAT_RETURN DAT_API set_consumer_context(DAT_HANDLE h, DAT_CONTEXT c) {
     return DAT_SUCCESS;
 }
 
-static DAT_RETURN DAT_API get_consumer_context(DAT_HANDLE h, DAT_CONTEXT *c) {
+DAT_RETURN DAT_API get_consumer_context(DAT_HANDLE h, DAT_CONTEXT *c) {
     DAT_HANDLE_TYPE t;
     if (!reg_any(h, &t))
         return dat_err(DAT_INVALID_HANDLE);
@@ -425,7 +408,7 @@ static DAT_RETURN DAT_API get_consumer_context(DAT_HANDLE h, DAT_CONTEXT *c) {
     return DAT_SUCCESS;
 }
 
-static DAT_RETURN DAT_API get_handle_type(DAT_HANDLE h, DAT_HANDLE_TYPE *t) {
+DAT_RETURN DAT_API get_handle_type(DAT_HANDLE h, DAT_HANDLE_TYPE *t) {
     DAT_HANDLE_TYPE tt;
     if (!reg_any(h, &tt))
         return dat_err(DAT_INVALID_HANDLE);
@@ -455,8 +438,7 @@ static DAT_RETURN cno_make(Ia *ia, DAT_OS_WAIT_PROXY_AGENT agent, bool with_fd, 
     return DAT_SUCCESS;
 }
 
-static DAT_RETURN DAT_API cno_create(DAT_IA_HANDLE h, DAT_OS_WAIT_PROXY_AGENT agent,
-                                     DAT_CNO_HANDLE *out) {
+DAT_RETURN DAT_API cno_create(DAT_IA_HANDLE h, DAT_OS_WAIT_PROXY_AGENT agent, DAT_CNO_HANDLE *out) {
     Ia *ia = as<Ia>(h, DAT_HANDLE_TYPE_IA);
     if (!ia)
         return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA);
@@ -469,7 +451,7 @@ static DAT_RETURN DAT_API cno_create(DAT_IA_HANDLE h, DAT_OS_WAIT_PROXY_AGENT ag
     return r;
 }
 
-static DAT_RETURN DAT_API cno_fd_create(DAT_IA_HANDLE h, DAT_FD *fd, DAT_CNO_HANDLE *out) {
+DAT_RETURN DAT_API cno_fd_create(DAT_IA_HANDLE h, DAT_FD *fd, DAT_CNO_HANDLE *out) {
     Ia *ia = as<Ia>(h, DAT_HANDLE_TYPE_IA);
     if (!ia)
         return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA);
@@ -482,7 +464,7 @@ static DAT_RETURN DAT_API cno_fd_create(DAT_IA_HANDLE h, DAT_FD *fd, DAT_CNO_HAN
     return r;
 }
 
-static DAT_RETURN DAT_API cno_modify_agent(DAT_CNO_HANDLE h, DAT_OS_WAIT_PROXY_AGENT agent) {
+DAT_RETURN DAT_API cno_modify_agent(DAT_CNO_HANDLE h, DAT_OS_WAIT_PROXY_AGENT agent) {
     Cno *c = as<Cno>(h, DAT_HANDLE_TYPE_CNO);
     if (!c)
         return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_CNO);
@@ -491,7 +473,7 @@ static DAT_RETURN DAT_API cno_modify_agent(DAT_CNO_HANDLE h, DAT_OS_WAIT_PROXY_A
     return DAT_SUCCESS;
 }
 
-static DAT_RETURN DAT_API cno_query(DAT_CNO_HANDLE h, DAT_CNO_PARAM_MASK, DAT_CNO_PARAM *p) {
+DAT_RETURN DAT_API cno_query(DAT_CNO_HANDLE h, DAT_CNO_PARAM_MASK, DAT_CNO_PARAM *p) {
     Cno *c = as<Cno>(h, DAT_HANDLE_TYPE_CNO);
     if (!c)
         return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_CNO);
@@ -524,7 +506,7 @@ static void cno_destroy(Cno *c) {
     delete c;
 }
 
-static DAT_RETURN DAT_API cno_free(DAT_CNO_HANDLE h) {
+DAT_RETURN DAT_API cno_free(DAT_CNO_HANDLE h) {
     Cno *c = as<Cno>(h, DAT_HANDLE_TYPE_CNO);
     if (!c)
         return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_CNO);
@@ -540,7 +522,7 @@ static DAT_RETURN DAT_API cno_free(DAT_CNO_HANDLE h) {
     return DAT_SUCCESS;
 }
 
-static DAT_RETURN DAT_API cno_wait(DAT_CNO_HANDLE h, DAT_TIMEOUT timeout, DAT_EVD_HANDLE *evd) {
+DAT_RETURN DAT_API cno_wait(DAT_CNO_HANDLE h, DAT_TIMEOUT timeout, DAT_EVD_HANDLE *evd) {
     Cno *c = as<Cno>(h, DAT_HANDLE_TYPE_CNO);
     if (!c)
         return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_CNO);
@@ -570,7 +552,7 @@ static DAT_RETURN DAT_API cno_wait(DAT_CNO_HANDLE h, DAT_TIMEOUT timeout, DAT_EV
     return DAT_SUCCESS;
 }
 
-static DAT_RETURN DAT_API cno_trigger(DAT_CNO_HANDLE h, DAT_EVD_HANDLE *evd) {
+DAT_RETURN DAT_API cno_trigger(DAT_CNO_HANDLE h, DAT_EVD_HANDLE *evd) {
     Cno *c = as<Cno>(h, DAT_HANDLE_TYPE_CNO);
     if (!c)
         return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_CNO);
@@ -602,8 +584,8 @@ static DAT_RETURN evd_create_locked(Ia *ia, DAT_COUNT qlen, Cno *cno, DAT_EVD_FL
     return DAT_SUCCESS;
 }
 
-static DAT_RETURN DAT_API evd_create(DAT_IA_HANDLE h, DAT_COUNT qlen, DAT_CNO_HANDLE cnoh,
-                                     DAT_EVD_FLAGS flags, DAT_EVD_HANDLE *out) {
+DAT_RETURN DAT_API evd_create(DAT_IA_HANDLE h, DAT_COUNT qlen, DAT_CNO_HANDLE cnoh,
+                              DAT_EVD_FLAGS flags, DAT_EVD_HANDLE *out) {
     Ia *ia = as<Ia>(h, DAT_HANDLE_TYPE_IA);
     if (!ia)
         return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA);
@@ -623,7 +605,7 @@ static DAT_RETURN DAT_API evd_create(DAT_IA_HANDLE h, DAT_COUNT qlen, DAT_CNO_HA
     return r;
 }
 
-static DAT_RETURN DAT_API evd_query(DAT_EVD_HANDLE h, DAT_EVD_PARAM_MASK, DAT_EVD_PARAM *p) {
+DAT_RETURN DAT_API evd_query(DAT_EVD_HANDLE h, DAT_EVD_PARAM_MASK, DAT_EVD_PARAM *p) {
     Evd *e = as<Evd>(h, DAT_HANDLE_TYPE_EVD);
     if (!e)
         return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST);
@@ -640,7 +622,7 @@ static DAT_RETURN DAT_API evd_query(DAT_EVD_HANDLE h, DAT_EVD_PARAM_MASK, DAT_EV
     return DAT_SUCCESS;
 }
 
-static DAT_RETURN DAT_API evd_modify_cno(DAT_EVD_HANDLE h, DAT_CNO_HANDLE ch) {
+DAT_RETURN DAT_API evd_modify_cno(DAT_EVD_HANDLE h, DAT_CNO_HANDLE ch) {
     Evd *e = as<Evd>(h, DAT_HANDLE_TYPE_EVD);
     if (!e)
         return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST);
@@ -655,7 +637,7 @@ static DAT_RETURN DAT_API evd_modify_cno(DAT_EVD_HANDLE h, DAT_CNO_HANDLE ch) {
     return DAT_SUCCESS;
 }
 
-static DAT_RETURN DAT_API evd_enable(DAT_EVD_HANDLE h) {
+DAT_RETURN DAT_API evd_enable(DAT_EVD_HANDLE h) {
     Evd *e = as<Evd>(h, DAT_HANDLE_TYPE_EVD);
     if (!e)
         return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST);
@@ -664,7 +646,7 @@ static DAT_RETURN DAT_API evd_enable(DAT_EVD_HANDLE h) {
     return DAT_SUCCESS;
 }
 
-static DAT_RETURN DAT_API evd_disable(DAT_EVD_HANDLE h) {
+DAT_RETURN DAT_API evd_disable(DAT_EVD_HANDLE h) {
     Evd *e = as<Evd>(h, DAT_HANDLE_TYPE_EVD);
     if (!e)
         return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST);
@@ -673,8 +655,8 @@ static DAT_RETURN DAT_API evd_disable(DAT_EVD_HANDLE h) {
     return DAT_SUCCESS;
 }
 
-static DAT_RETURN DAT_API evd_wait(DAT_EVD_HANDLE h, DAT_TIMEOUT timeout, DAT_COUNT threshold,
-                                   DAT_EVENT *ev, DAT_COUNT *nmore) {
+DAT_RETURN DAT_API evd_wait(DAT_EVD_HANDLE h, DAT_TIMEOUT timeout, DAT_COUNT threshold,
+                            DAT_EVENT *ev, DAT_COUNT *nmore) {
     Evd *e = as<Evd>(h, DAT_HANDLE_TYPE_EVD);
     if (!e)
         return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST);
@@ -688,7 +670,7 @@ static DAT_RETURN DAT_API evd_wait(DAT_EVD_HANDLE h, DAT_TIMEOUT timeout, DAT_CO
     return r;
 }
 
-static DAT_RETURN DAT_API evd_set_unwaitable(DAT_EVD_HANDLE h) {
+DAT_RETURN DAT_API evd_set_unwaitable(DAT_EVD_HANDLE h) {
     Evd *e = as<Evd>(h, DAT_HANDLE_TYPE_EVD);
     if (!e)
         return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST);
@@ -696,7 +678,7 @@ static DAT_RETURN DAT_API evd_set_unwaitable(DAT_EVD_HANDLE h) {
     return DAT_SUCCESS;
 }
 
-static DAT_RETURN DAT_API evd_clear_unwaitable(DAT_EVD_HANDLE h) {
+DAT_RETURN DAT_API evd_clear_unwaitable(DAT_EVD_HANDLE h) {
     Evd *e = as<Evd>(h, DAT_HANDLE_TYPE_EVD);
     if (!e)
         return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST);
@@ -704,14 +686,14 @@ static DAT_RETURN DAT_API evd_clear_unwaitable(DAT_EVD_HANDLE h) {
     return DAT_SUCCESS;
 }
 
-static DAT_RETURN DAT_API evd_resize(DAT_EVD_HANDLE h, DAT_COUNT qlen) {
+DAT_RETURN DAT_API evd_resize(DAT_EVD_HANDLE h, DAT_COUNT qlen) {
     Evd *e = as<Evd>(h, DAT_HANDLE_TYPE_EVD);
     if (!e)
         return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST);
     return e->q.resize(qlen);
 }
 
-static DAT_RETURN DAT_API evd_post_se(DAT_EVD_HANDLE h, const DAT_EVENT *ev) {
+DAT_RETURN DAT_API evd_post_se(DAT_EVD_HANDLE h, const DAT_EVENT *ev) {
     Evd *e = as<Evd>(h, DAT_HANDLE_TYPE_EVD);
     if (!e)
         return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST);
@@ -722,7 +704,7 @@ static DAT_RETURN DAT_API evd_post_se(DAT_EVD_HANDLE h, const DAT_EVENT *ev) {
     return DAT_SUCCESS;
 }
 
-static DAT_RETURN DAT_API evd_dequeue(DAT_EVD_HANDLE h, DAT_EVENT *ev) {
+DAT_RETURN DAT_API evd_dequeue(DAT_EVD_HANDLE h, DAT_EVENT *ev) {
     Evd *e = as<Evd>(h, DAT_HANDLE_TYPE_EVD);
     if (!e)
         return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST);
@@ -736,7 +718,7 @@ static void evd_destroy(Evd *e) {
     delete e;
 }
 
-static DAT_RETURN DAT_API evd_free(DAT_EVD_HANDLE h) {
+DAT_RETURN DAT_API evd_free(DAT_EVD_HANDLE h) {
     Evd *e = as<Evd>(h, DAT_HANDLE_TYPE_EVD);
     if (!e)
         return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST);
@@ -757,7 +739,7 @@ static DAT_RETURN DAT_API evd_free(DAT_EVD_HANDLE h) {
 
 /* ---- PZ ------------------------------------------------------------------ */
 
-static DAT_RETURN DAT_API pz_create(DAT_IA_HANDLE h, DAT_PZ_HANDLE *out) {
+DAT_RETURN DAT_API pz_create(DAT_IA_HANDLE h, DAT_PZ_HANDLE *out) {
     Ia *ia = as<Ia>(h, DAT_HANDLE_TYPE_IA);
     if (!ia)
         return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA);
@@ -770,7 +752,7 @@ static DAT_RETURN DAT_API pz_create(DAT_IA_HANDLE h, DAT_PZ_HANDLE *out) {
     return DAT_SUCCESS;
 }
 
-static DAT_RETURN DAT_API pz_query(DAT_PZ_HANDLE h, DAT_PZ_PARAM_MASK, DAT_PZ_PARAM *p) {
+DAT_RETURN DAT_API pz_query(DAT_PZ_HANDLE h, DAT_PZ_PARAM_MASK, DAT_PZ_PARAM *p) {
     Pz *pz = as<Pz>(h, DAT_HANDLE_TYPE_PZ);
     if (!pz)
         return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_PZ);
@@ -780,7 +762,7 @@ static DAT_RETURN DAT_API pz_query(DAT_PZ_HANDLE h, DAT_PZ_PARAM_MASK, DAT_PZ_PA
     return DAT_SUCCESS;
 }
 
-static DAT_RETURN DAT_API pz_free(DAT_PZ_HANDLE h) {
+DAT_RETURN DAT_API pz_free(DAT_PZ_HANDLE h) {
     Pz *pz = as<Pz>(h, DAT_HANDLE_TYPE_PZ);
     if (!pz)
         return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_PZ);
@@ -817,12 +799,10 @@ static void lmr_offer(Ia *ia, const MrInfo &proto) {
     }
 }
 
-static DAT_RETURN DAT_API lmr_create(DAT_IA_HANDLE h, DAT_MEM_TYPE type,
-                                     DAT_REGION_DESCRIPTION desc, DAT_VLEN len, DAT_PZ_HANDLE pzh,
-                                     DAT_MEM_PRIV_FLAGS priv, DAT_VA_TYPE va_type,
-                                     DAT_LMR_HANDLE *out, DAT_LMR_CONTEXT *lctx,
-                                     DAT_RMR_CONTEXT *rctx, DAT_VLEN *reg_len,
-                                     DAT_VADDR *reg_addr) {
+DAT_RETURN DAT_API lmr_create(DAT_IA_HANDLE h, DAT_MEM_TYPE type, DAT_REGION_DESCRIPTION desc,
+                              DAT_VLEN len, DAT_PZ_HANDLE pzh, DAT_MEM_PRIV_FLAGS priv,
+                              DAT_VA_TYPE va_type, DAT_LMR_HANDLE *out, DAT_LMR_CONTEXT *lctx,
+                              DAT_RMR_CONTEXT *rctx, DAT_VLEN *reg_len, DAT_VADDR *reg_addr) {
     Ia *ia = as<Ia>(h, DAT_HANDLE_TYPE_IA);
     if (!ia)
         return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA);
@@ -886,7 +866,7 @@ static DAT_RETURN DAT_API lmr_create(DAT_IA_HANDLE h, DAT_MEM_TYPE type,
     return DAT_SUCCESS;
 }
 
-static DAT_RETURN DAT_API lmr_query(DAT_LMR_HANDLE h, DAT_LMR_PARAM_MASK, DAT_LMR_PARAM *p) {
+DAT_RETURN DAT_API lmr_query(DAT_LMR_HANDLE h, DAT_LMR_PARAM_MASK, DAT_LMR_PARAM *p) {
     Lmr *l = as<Lmr>(h, DAT_HANDLE_TYPE_LMR);
     if (!l)
         return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_LMR);
@@ -931,7 +911,7 @@ static void mr_withdraw(Ia *ia, uint32_t id) {
         scif_unregister(t.first->epd(), t.second.off, t.second.len);
 }
 
-static DAT_RETURN DAT_API lmr_free(DAT_LMR_HANDLE h) {
+DAT_RETURN DAT_API lmr_free(DAT_LMR_HANDLE h) {
     Lmr *l = as<Lmr>(h, DAT_HANDLE_TYPE_LMR);
     if (!l)
         return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_LMR);
@@ -949,7 +929,7 @@ static DAT_RETURN DAT_API lmr_free(DAT_LMR_HANDLE h) {
     return DAT_SUCCESS;
 }
 
-static DAT_RETURN DAT_API lmr_sync(DAT_IA_HANDLE h, const DAT_LMR_TRIPLET *, DAT_VLEN) {
+DAT_RETURN DAT_API lmr_sync(DAT_IA_HANDLE h, const DAT_LMR_TRIPLET *, DAT_VLEN) {
     /* SCIF memory is cache coherent: nothing to do. */
     if (!as<Ia>(h, DAT_HANDLE_TYPE_IA))
         return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA);
@@ -958,7 +938,7 @@ static DAT_RETURN DAT_API lmr_sync(DAT_IA_HANDLE h, const DAT_LMR_TRIPLET *, DAT
 
 /* ---- RMR ------------------------------------------------------------------ */
 
-static DAT_RETURN DAT_API rmr_create(DAT_PZ_HANDLE h, DAT_RMR_HANDLE *out) {
+DAT_RETURN DAT_API rmr_create(DAT_PZ_HANDLE h, DAT_RMR_HANDLE *out) {
     Pz *pz = as<Pz>(h, DAT_HANDLE_TYPE_PZ);
     if (!pz)
         return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_PZ);
@@ -973,7 +953,7 @@ static DAT_RETURN DAT_API rmr_create(DAT_PZ_HANDLE h, DAT_RMR_HANDLE *out) {
     return DAT_SUCCESS;
 }
 
-static DAT_RETURN DAT_API rmr_query(DAT_RMR_HANDLE h, DAT_RMR_PARAM_MASK, DAT_RMR_PARAM *p) {
+DAT_RETURN DAT_API rmr_query(DAT_RMR_HANDLE h, DAT_RMR_PARAM_MASK, DAT_RMR_PARAM *p) {
     Rmr *r = as<Rmr>(h, DAT_HANDLE_TYPE_RMR);
     if (!r)
         return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_RMR);
@@ -1012,10 +992,10 @@ static void rmr_withdraw(const std::shared_ptr<Conn> &c, uint32_t id) {
     send_msg(c->epd(), MSG_MR_DEL, 0, id, nullptr, 0);
 }
 
-static DAT_RETURN DAT_API rmr_bind(DAT_RMR_HANDLE h, DAT_LMR_HANDLE lh, const DAT_LMR_TRIPLET *trip,
-                                   DAT_MEM_PRIV_FLAGS priv, DAT_VA_TYPE va_type, DAT_EP_HANDLE eph,
-                                   DAT_RMR_COOKIE cookie, DAT_COMPLETION_FLAGS cflags,
-                                   DAT_RMR_CONTEXT *ctx) {
+DAT_RETURN DAT_API rmr_bind(DAT_RMR_HANDLE h, DAT_LMR_HANDLE lh, const DAT_LMR_TRIPLET *trip,
+                            DAT_MEM_PRIV_FLAGS priv, DAT_VA_TYPE va_type, DAT_EP_HANDLE eph,
+                            DAT_RMR_COOKIE cookie, DAT_COMPLETION_FLAGS cflags,
+                            DAT_RMR_CONTEXT *ctx) {
     Rmr *r = as<Rmr>(h, DAT_HANDLE_TYPE_RMR);
     if (!r)
         return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_RMR);
@@ -1102,7 +1082,7 @@ static DAT_RETURN DAT_API rmr_bind(DAT_RMR_HANDLE h, DAT_LMR_HANDLE lh, const DA
     return DAT_SUCCESS;
 }
 
-static DAT_RETURN DAT_API rmr_free(DAT_RMR_HANDLE h) {
+DAT_RETURN DAT_API rmr_free(DAT_RMR_HANDLE h) {
     Rmr *r = as<Rmr>(h, DAT_HANDLE_TYPE_RMR);
     if (!r)
         return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_RMR);
@@ -1121,8 +1101,8 @@ static DAT_RETURN DAT_API rmr_free(DAT_RMR_HANDLE h) {
 
 /* ---- SRQ ------------------------------------------------------------------ */
 
-static DAT_RETURN DAT_API srq_create(DAT_IA_HANDLE h, DAT_PZ_HANDLE pzh, DAT_SRQ_ATTR *attr,
-                                     DAT_SRQ_HANDLE *out) {
+DAT_RETURN DAT_API srq_create(DAT_IA_HANDLE h, DAT_PZ_HANDLE pzh, DAT_SRQ_ATTR *attr,
+                              DAT_SRQ_HANDLE *out) {
     Ia *ia = as<Ia>(h, DAT_HANDLE_TYPE_IA);
     if (!ia)
         return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA);
@@ -1141,7 +1121,7 @@ static DAT_RETURN DAT_API srq_create(DAT_IA_HANDLE h, DAT_PZ_HANDLE pzh, DAT_SRQ
     return DAT_SUCCESS;
 }
 
-static DAT_RETURN DAT_API srq_free(DAT_SRQ_HANDLE h) {
+DAT_RETURN DAT_API srq_free(DAT_SRQ_HANDLE h) {
     Srq *s = as<Srq>(h, DAT_HANDLE_TYPE_SRQ);
     if (!s)
         return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_SRQ);
@@ -1156,7 +1136,7 @@ static DAT_RETURN DAT_API srq_free(DAT_SRQ_HANDLE h) {
     return DAT_SUCCESS;
 }
 
-static DAT_RETURN DAT_API srq_query(DAT_SRQ_HANDLE h, DAT_SRQ_PARAM_MASK, DAT_SRQ_PARAM *p) {
+DAT_RETURN DAT_API srq_query(DAT_SRQ_HANDLE h, DAT_SRQ_PARAM_MASK, DAT_SRQ_PARAM *p) {
     Srq *s = as<Srq>(h, DAT_HANDLE_TYPE_SRQ);
     if (!s)
         return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_SRQ);
@@ -1174,7 +1154,7 @@ static DAT_RETURN DAT_API srq_query(DAT_SRQ_HANDLE h, DAT_SRQ_PARAM_MASK, DAT_SR
     return DAT_SUCCESS;
 }
 
-static DAT_RETURN DAT_API srq_resize(DAT_SRQ_HANDLE h, DAT_COUNT n) {
+DAT_RETURN DAT_API srq_resize(DAT_SRQ_HANDLE h, DAT_COUNT n) {
     Srq *s = as<Srq>(h, DAT_HANDLE_TYPE_SRQ);
     if (!s)
         return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_SRQ);
@@ -1187,7 +1167,7 @@ static DAT_RETURN DAT_API srq_resize(DAT_SRQ_HANDLE h, DAT_COUNT n) {
     return DAT_SUCCESS;
 }
 
-static DAT_RETURN DAT_API srq_set_lw(DAT_SRQ_HANDLE h, DAT_COUNT lw) {
+DAT_RETURN DAT_API srq_set_lw(DAT_SRQ_HANDLE h, DAT_COUNT lw) {
     Srq *s = as<Srq>(h, DAT_HANDLE_TYPE_SRQ);
     if (!s)
         return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_SRQ);
@@ -1199,10 +1179,6 @@ static DAT_RETURN DAT_API srq_set_lw(DAT_SRQ_HANDLE h, DAT_COUNT lw) {
 }
 
 /* ---- IA close helper ------------------------------------------------------ */
-
-DAT_RETURN ep_free_locked(Ep *ep); /* dapl_conn.cpp */
-void sp_free_locked(Sp *sp);       /* dapl_conn.cpp */
-void cr_free_locked(Cr *cr);       /* dapl_conn.cpp */
 
 static void free_child(Obj *o) {
     Ia *ia = o->ia;
@@ -1253,238 +1229,4 @@ static void free_child(Obj *o) {
     }
 }
 
-/* ---- entry points defined in dapl_conn.cpp ---------------------------- */
-
-DAT_RETURN DAT_API cr_query(DAT_CR_HANDLE, DAT_CR_PARAM_MASK, DAT_CR_PARAM *);
-DAT_RETURN DAT_API cr_accept(DAT_CR_HANDLE, DAT_EP_HANDLE, DAT_COUNT, const DAT_PVOID);
-DAT_RETURN DAT_API cr_reject(DAT_CR_HANDLE, DAT_COUNT, const DAT_PVOID);
-DAT_RETURN DAT_API ep_create(DAT_IA_HANDLE, DAT_PZ_HANDLE, DAT_EVD_HANDLE, DAT_EVD_HANDLE,
-                             DAT_EVD_HANDLE, const DAT_EP_ATTR *, DAT_EP_HANDLE *);
-DAT_RETURN DAT_API ep_create_with_srq(DAT_IA_HANDLE, DAT_PZ_HANDLE, DAT_EVD_HANDLE, DAT_EVD_HANDLE,
-                                      DAT_EVD_HANDLE, DAT_SRQ_HANDLE, const DAT_EP_ATTR *,
-                                      DAT_EP_HANDLE *);
-DAT_RETURN DAT_API ep_query(DAT_EP_HANDLE, DAT_EP_PARAM_MASK, DAT_EP_PARAM *);
-DAT_RETURN DAT_API ep_modify(DAT_EP_HANDLE, DAT_EP_PARAM_MASK, const DAT_EP_PARAM *);
-DAT_RETURN DAT_API ep_connect(DAT_EP_HANDLE, DAT_IA_ADDRESS_PTR, DAT_CONN_QUAL, DAT_TIMEOUT,
-                              DAT_COUNT, const DAT_PVOID, DAT_QOS, DAT_CONNECT_FLAGS);
-DAT_RETURN DAT_API ep_dup_connect(DAT_EP_HANDLE, DAT_EP_HANDLE, DAT_TIMEOUT, DAT_COUNT,
-                                  const DAT_PVOID, DAT_QOS);
-DAT_RETURN DAT_API ep_disconnect(DAT_EP_HANDLE, DAT_CLOSE_FLAGS);
-DAT_RETURN DAT_API ep_post_send(DAT_EP_HANDLE, DAT_COUNT, DAT_LMR_TRIPLET *, DAT_DTO_COOKIE,
-                                DAT_COMPLETION_FLAGS);
-DAT_RETURN DAT_API ep_post_send_inv(DAT_EP_HANDLE, DAT_COUNT, DAT_LMR_TRIPLET *, DAT_DTO_COOKIE,
-                                    DAT_COMPLETION_FLAGS, DAT_BOOLEAN, DAT_RMR_CONTEXT);
-DAT_RETURN DAT_API ep_post_recv(DAT_EP_HANDLE, DAT_COUNT, DAT_LMR_TRIPLET *, DAT_DTO_COOKIE,
-                                DAT_COMPLETION_FLAGS);
-DAT_RETURN DAT_API ep_post_rdma_read(DAT_EP_HANDLE, DAT_COUNT, DAT_LMR_TRIPLET *, DAT_DTO_COOKIE,
-                                     const DAT_RMR_TRIPLET *, DAT_COMPLETION_FLAGS);
-DAT_RETURN DAT_API ep_post_rdma_write(DAT_EP_HANDLE, DAT_COUNT, DAT_LMR_TRIPLET *, DAT_DTO_COOKIE,
-                                      const DAT_RMR_TRIPLET *, DAT_COMPLETION_FLAGS);
-DAT_RETURN DAT_API ep_get_status(DAT_EP_HANDLE, DAT_EP_STATE *, DAT_BOOLEAN *, DAT_BOOLEAN *);
-DAT_RETURN DAT_API ep_free(DAT_EP_HANDLE);
-DAT_RETURN DAT_API ep_reset(DAT_EP_HANDLE);
-DAT_RETURN DAT_API ep_recv_query(DAT_EP_HANDLE, DAT_COUNT *, DAT_COUNT *);
-DAT_RETURN DAT_API ep_set_watermark(DAT_EP_HANDLE, DAT_COUNT, DAT_COUNT);
-DAT_RETURN DAT_API psp_create(DAT_IA_HANDLE, DAT_CONN_QUAL, DAT_EVD_HANDLE, DAT_PSP_FLAGS,
-                              DAT_PSP_HANDLE *);
-DAT_RETURN DAT_API psp_create_any(DAT_IA_HANDLE, DAT_CONN_QUAL *, DAT_EVD_HANDLE, DAT_PSP_FLAGS,
-                                  DAT_PSP_HANDLE *);
-DAT_RETURN DAT_API psp_query(DAT_PSP_HANDLE, DAT_PSP_PARAM_MASK, DAT_PSP_PARAM *);
-DAT_RETURN DAT_API psp_free(DAT_PSP_HANDLE);
-DAT_RETURN DAT_API rsp_create(DAT_IA_HANDLE, DAT_CONN_QUAL, DAT_EP_HANDLE, DAT_EVD_HANDLE,
-                              DAT_RSP_HANDLE *);
-DAT_RETURN DAT_API rsp_query(DAT_RSP_HANDLE, DAT_RSP_PARAM_MASK, DAT_RSP_PARAM *);
-DAT_RETURN DAT_API rsp_free(DAT_RSP_HANDLE);
-DAT_RETURN DAT_API srq_post_recv(DAT_SRQ_HANDLE, DAT_COUNT, DAT_LMR_TRIPLET *, DAT_DTO_COOKIE);
-
-/* ---- not implemented (listed in libdaplscif(7)) ----------------------- */
-
-static DAT_RETURN DAT_API cr_handoff(DAT_CR_HANDLE, DAT_CONN_QUAL) {
-    return dat_err(DAT_NOT_IMPLEMENTED);
-}
-static DAT_RETURN DAT_API csp_create(DAT_IA_HANDLE, DAT_COMM *, DAT_IA_ADDRESS_PTR, DAT_EVD_HANDLE,
-                                     DAT_CSP_HANDLE *) {
-    return dat_err(DAT_NOT_IMPLEMENTED);
-}
-static DAT_RETURN DAT_API csp_query(DAT_CSP_HANDLE, DAT_CSP_PARAM_MASK, DAT_CSP_PARAM *) {
-    return dat_err(DAT_NOT_IMPLEMENTED);
-}
-static DAT_RETURN DAT_API csp_free(DAT_CSP_HANDLE) {
-    return dat_err(DAT_NOT_IMPLEMENTED);
-}
-static DAT_RETURN DAT_API ep_common_connect(DAT_EP_HANDLE, DAT_IA_ADDRESS_PTR, DAT_TIMEOUT,
-                                            DAT_COUNT, const DAT_PVOID) {
-    return dat_err(DAT_NOT_IMPLEMENTED);
-}
-static DAT_RETURN DAT_API ep_post_rdma_read_to_rmr(DAT_EP_HANDLE, const DAT_RMR_TRIPLET *,
-                                                   DAT_DTO_COOKIE, const DAT_RMR_TRIPLET *,
-                                                   DAT_COMPLETION_FLAGS) {
-    return dat_err(DAT_NOT_IMPLEMENTED);
-}
-static DAT_RETURN DAT_API ia_ha_related(DAT_IA_HANDLE, const DAT_NAME_PTR, DAT_BOOLEAN *answer) {
-    if (answer)
-        *answer = DAT_FALSE;
-    return dat_err(DAT_NOT_IMPLEMENTED);
-}
-static DAT_RETURN DAT_API handle_extendedop(DAT_HANDLE, DAT_EXTENDED_OP, va_list) {
-    return dat_err(DAT_NOT_IMPLEMENTED);
-}
-
-/* ---- the table ------------------------------------------------------------- */
-
-/*
- * Every entry point goes through Guard: no C++ exception crosses the C
- * boundary (an allocation failure becomes DAT_INSUFFICIENT_RESOURCES).
- */
-template <typename F, F f> struct Guard;
-template <typename... A, DAT_RETURN (*f)(A...)> struct Guard<DAT_RETURN (*)(A...), f> {
-    static DAT_RETURN DAT_API call(A... a) noexcept {
-        try {
-            return f(a...);
-        } catch (...) {
-            return dat_err(DAT_INSUFFICIENT_RESOURCES);
-        }
-    }
-};
-#define G(fn) (Guard<decltype(&fn), &fn>::call)
-
-const DAT_PROVIDER provider_template = {
-    "ofa-v2-scif",
-    nullptr,
-    G(ia_open),
-    G(ia_query),
-    G(ia_close),
-    G(set_consumer_context),
-    G(get_consumer_context),
-    G(get_handle_type),
-    G(cno_create),
-    G(cno_modify_agent),
-    G(cno_query),
-    G(cno_free),
-    G(cno_wait),
-    G(cr_query),
-    G(cr_accept),
-    G(cr_reject),
-    G(cr_handoff),
-    G(evd_create),
-    G(evd_query),
-    G(evd_modify_cno),
-    G(evd_enable),
-    G(evd_disable),
-    G(evd_wait),
-    G(evd_resize),
-    G(evd_post_se),
-    G(evd_dequeue),
-    G(evd_free),
-    G(ep_create),
-    G(ep_query),
-    G(ep_modify),
-    G(ep_connect),
-    G(ep_dup_connect),
-    G(ep_disconnect),
-    G(ep_post_send),
-    G(ep_post_recv),
-    G(ep_post_rdma_read),
-    G(ep_post_rdma_write),
-    G(ep_get_status),
-    G(ep_free),
-    G(lmr_create),
-    G(lmr_query),
-    G(lmr_free),
-    G(rmr_create),
-    G(rmr_query),
-    G(rmr_bind),
-    G(rmr_free),
-    G(psp_create),
-    G(psp_query),
-    G(psp_free),
-    G(rsp_create),
-    G(rsp_query),
-    G(rsp_free),
-    G(pz_create),
-    G(pz_query),
-    G(pz_free),
-    G(psp_create_any),
-    G(ep_reset),
-    G(evd_set_unwaitable),
-    G(evd_clear_unwaitable),
-    G(lmr_sync),
-    G(lmr_sync),
-    G(ep_create_with_srq),
-    G(ep_recv_query),
-    G(ep_set_watermark),
-    G(srq_create),
-    G(srq_free),
-    G(srq_post_recv),
-    G(srq_query),
-    G(srq_resize),
-    G(srq_set_lw),
-    G(csp_create),
-    G(csp_query),
-    G(csp_free),
-    G(ep_common_connect),
-    G(rmr_create), /* rmr_create_for_ep: RMRs are EP scoped already */
-    G(ep_post_send_inv),
-    G(ep_post_rdma_read_to_rmr),
-    G(cno_fd_create),
-    G(cno_trigger),
-    G(ia_ha_related),
-    G(handle_extendedop),
-};
-
-/* ---- registry entry points --------------------------------------------- */
-
-static void provider_init(const DAT_PROVIDER_INFO *info, const char *) {
-    if (!info)
-        return;
-    std::lock_guard<std::mutex> lk(g_prov_mu);
-    for (auto &p : g_provs)
-        if (p.name == info->ia_name)
-            return;
-    g_provs.push_back({info->ia_name, provider_template});
-    ProviderEntry &e = g_provs.back();
-    e.prov.device_name = e.name.c_str();
-    dat_registry_add_provider(&e.prov, info);
-}
-
-static void provider_fini(const DAT_PROVIDER_INFO *info) {
-    if (!info)
-        return;
-    std::lock_guard<std::mutex> lk(g_prov_mu);
-    for (auto it = g_provs.begin(); it != g_provs.end(); ++it) {
-        if (it->name == info->ia_name) {
-            dat_registry_remove_provider(&it->prov, info);
-            g_provs.erase(it);
-            return;
-        }
-    }
-}
-
 } /* namespace daplscif */
-
-extern "C" {
-
-__attribute__((visibility("default"))) void DAT_API dat_provider_init(const DAT_PROVIDER_INFO *info,
-                                                                      const char *instance_data) {
-    try {
-        daplscif::provider_init(info, instance_data);
-    } catch (...) {
-    }
-}
-
-__attribute__((visibility("default"))) void DAT_API
-dat_provider_fini(const DAT_PROVIDER_INFO *info) {
-    try {
-        daplscif::provider_fini(info);
-    } catch (...) {
-    }
-}
-
-/* Looked up by the registry for dat_extension_op(): none supported. */
-__attribute__((visibility("default"))) DAT_RETURN DAT_API dapl_extensions(DAT_HANDLE,
-                                                                          DAT_EXTENDED_OP,
-                                                                          va_list) {
-    return daplscif::dat_err(DAT_NOT_IMPLEMENTED);
-}
-
-} /* extern "C" */

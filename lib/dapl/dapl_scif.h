@@ -286,6 +286,10 @@ void post_dto(Ep *ep, Evd *evd, DAT_DTO_COOKIE cookie, DAT_DTO_COMPLETION_STATUS
 void ep_flush(Ep *ep);                                                 /* (mu) */
 void ep_drop_conn(Ep *ep);                                             /* (mu) */
 void conn_lost(Ia *ia, const std::shared_ptr<Conn> &c, bool graceful); /* (mu) */
+/* Free an object of the connection side at IA close (mu). */
+DAT_RETURN ep_free_locked(Ep *ep);
+void sp_free_locked(Sp *sp);
+void cr_free_locked(Cr *cr);
 
 /* Validate a local I/O vector for an EP (mu). */
 DAT_RETURN check_local_iov(Ep *ep, DAT_COUNT n, const DAT_LMR_TRIPLET *iov, DAT_MEM_PRIV_FLAGS need,
@@ -299,8 +303,6 @@ void mr_register(const std::shared_ptr<Conn> &c, std::vector<MrInfo> *mrs, Ia *i
 /* Send one framed message (takes no lock; caller holds op_mu). */
 int send_msg(scif_epd_t epd, uint16_t type, uint16_t flags, uint64_t arg, const void *a,
              size_t alen, const void *b = nullptr, size_t blen = 0);
-
-extern const DAT_PROVIDER provider_template;
 
 } /* namespace daplscif */
 
