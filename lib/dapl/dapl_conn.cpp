@@ -395,24 +395,24 @@ static void ep_bind_refs(Ep *ep, int dir) {
 static DAT_RETURN ep_make(DAT_IA_HANDLE iah, DAT_PZ_HANDLE pzh, DAT_EVD_HANDLE rh,
                           DAT_EVD_HANDLE qh, DAT_EVD_HANDLE ch, DAT_SRQ_HANDLE sh,
                           const DAT_EP_ATTR *attr, DAT_EP_HANDLE *out) {
-    Ia *ia = as<Ia>(iah, DAT_HANDLE_TYPE_IA);
-    if (!ia)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA);
+    Ia *ia;
+    if (DAT_RETURN err = lookup(iah, &ia))
+        return err;
     if (!out)
         return dat_err(DAT_INVALID_PARAMETER);
     Pz *pz = nullptr;
-    if (pzh && !(pz = as<Pz>(pzh, DAT_HANDLE_TYPE_PZ)))
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_PZ);
+    if (DAT_RETURN err = lookup_opt(pzh, &pz))
+        return err;
     Evd *re = nullptr, *qe = nullptr, *ce = nullptr;
-    if (rh && !(re = as<Evd>(rh, DAT_HANDLE_TYPE_EVD)))
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_RECV);
-    if (qh && !(qe = as<Evd>(qh, DAT_HANDLE_TYPE_EVD)))
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST);
-    if (ch && !(ce = as<Evd>(ch, DAT_HANDLE_TYPE_EVD)))
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_CONN);
+    if (DAT_RETURN err = lookup_opt(rh, &re, DAT_INVALID_HANDLE_EVD_RECV))
+        return err;
+    if (DAT_RETURN err = lookup_opt(qh, &qe))
+        return err;
+    if (DAT_RETURN err = lookup_opt(ch, &ce, DAT_INVALID_HANDLE_EVD_CONN))
+        return err;
     Srq *srq = nullptr;
-    if (sh && !(srq = as<Srq>(sh, DAT_HANDLE_TYPE_SRQ)))
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_SRQ);
+    if (DAT_RETURN err = lookup_opt(sh, &srq))
+        return err;
     auto ep = std::make_unique<Ep>();
     if (attr) {
         if (!attr_ok(attr))
@@ -448,9 +448,9 @@ DAT_RETURN DAT_API ep_create_with_srq(DAT_IA_HANDLE ia, DAT_PZ_HANDLE pz, DAT_EV
 }
 
 DAT_RETURN DAT_API ep_query(DAT_EP_HANDLE h, DAT_EP_PARAM_MASK, DAT_EP_PARAM *p) {
-    Ep *ep = as<Ep>(h, DAT_HANDLE_TYPE_EP);
-    if (!ep)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP);
+    Ep *ep;
+    if (DAT_RETURN err = lookup(h, &ep))
+        return err;
     if (!p)
         return dat_err(DAT_INVALID_PARAMETER);
     std::lock_guard<std::mutex> lk(ep->ia->mu);
@@ -471,9 +471,9 @@ DAT_RETURN DAT_API ep_query(DAT_EP_HANDLE h, DAT_EP_PARAM_MASK, DAT_EP_PARAM *p)
 }
 
 DAT_RETURN DAT_API ep_modify(DAT_EP_HANDLE h, DAT_EP_PARAM_MASK mask, const DAT_EP_PARAM *p) {
-    Ep *ep = as<Ep>(h, DAT_HANDLE_TYPE_EP);
-    if (!ep)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP);
+    Ep *ep;
+    if (DAT_RETURN err = lookup(h, &ep))
+        return err;
     if (!p)
         return dat_err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
     const DAT_EP_PARAM_MASK allowed = DAT_EP_FIELD_PZ_HANDLE | DAT_EP_FIELD_RECV_EVD_HANDLE |
@@ -493,9 +493,8 @@ DAT_RETURN DAT_API ep_modify(DAT_EP_HANDLE h, DAT_EP_PARAM_MASK mask, const DAT_
     n.conn_evd = ep->conn_evd;
     n.attr = ep->attr;
     if (mask & DAT_EP_FIELD_PZ_HANDLE) {
-        n.pz = p->pz_handle ? as<Pz>(p->pz_handle, DAT_HANDLE_TYPE_PZ) : nullptr;
-        if (p->pz_handle && !n.pz)
-            return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_PZ);
+        if (DAT_RETURN err = lookup_opt(p->pz_handle, &n.pz))
+            return err;
     }
     struct {
         DAT_EP_PARAM_MASK bit;
@@ -509,9 +508,8 @@ DAT_RETURN DAT_API ep_modify(DAT_EP_HANDLE h, DAT_EP_PARAM_MASK mask, const DAT_
     for (auto &e : evds) {
         if (!(mask & e.bit))
             continue;
-        *e.dst = e.h ? as<Evd>(e.h, DAT_HANDLE_TYPE_EVD) : nullptr;
-        if (e.h && !*e.dst)
-            return dat_err(DAT_INVALID_HANDLE);
+        if (DAT_RETURN err = lookup_opt(e.h, e.dst, 0 /* no subtype */))
+            return err;
     }
     if (mask & DAT_EP_FIELD_EP_ATTR_ALL) {
         const DAT_EP_ATTR &s = p->ep_attr;
@@ -571,9 +569,9 @@ static void say_goodbye(const std::shared_ptr<Conn> &c) {
 }
 
 DAT_RETURN DAT_API ep_free(DAT_EP_HANDLE h) {
-    Ep *ep = as<Ep>(h, DAT_HANDLE_TYPE_EP);
-    if (!ep)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP);
+    Ep *ep;
+    if (DAT_RETURN err = lookup(h, &ep))
+        return err;
     Ia *ia = ep->ia;
     std::shared_ptr<Conn> c;
     {
@@ -587,9 +585,9 @@ DAT_RETURN DAT_API ep_free(DAT_EP_HANDLE h) {
 }
 
 DAT_RETURN DAT_API ep_disconnect(DAT_EP_HANDLE h, DAT_CLOSE_FLAGS) {
-    Ep *ep = as<Ep>(h, DAT_HANDLE_TYPE_EP);
-    if (!ep)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP);
+    Ep *ep;
+    if (DAT_RETURN err = lookup(h, &ep))
+        return err;
     Ia *ia = ep->ia;
     std::shared_ptr<Conn> c;
     {
@@ -625,9 +623,9 @@ DAT_RETURN DAT_API ep_disconnect(DAT_EP_HANDLE h, DAT_CLOSE_FLAGS) {
 }
 
 DAT_RETURN DAT_API ep_reset(DAT_EP_HANDLE h) {
-    Ep *ep = as<Ep>(h, DAT_HANDLE_TYPE_EP);
-    if (!ep)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP);
+    Ep *ep;
+    if (DAT_RETURN err = lookup(h, &ep))
+        return err;
     Ia *ia = ep->ia;
     std::shared_ptr<Conn> c;
     {
@@ -647,9 +645,9 @@ DAT_RETURN DAT_API ep_reset(DAT_EP_HANDLE h) {
 
 DAT_RETURN DAT_API ep_get_status(DAT_EP_HANDLE h, DAT_EP_STATE *st, DAT_BOOLEAN *recv_idle,
                                  DAT_BOOLEAN *req_idle) {
-    Ep *ep = as<Ep>(h, DAT_HANDLE_TYPE_EP);
-    if (!ep)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP);
+    Ep *ep;
+    if (DAT_RETURN err = lookup(h, &ep))
+        return err;
     std::lock_guard<std::mutex> lk(ep->ia->mu);
     if (st)
         *st = ep->state;
@@ -661,9 +659,9 @@ DAT_RETURN DAT_API ep_get_status(DAT_EP_HANDLE h, DAT_EP_STATE *st, DAT_BOOLEAN 
 }
 
 DAT_RETURN DAT_API ep_recv_query(DAT_EP_HANDLE h, DAT_COUNT *nbufs, DAT_COUNT *span) {
-    Ep *ep = as<Ep>(h, DAT_HANDLE_TYPE_EP);
-    if (!ep)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP);
+    Ep *ep;
+    if (DAT_RETURN err = lookup(h, &ep))
+        return err;
     std::lock_guard<std::mutex> lk(ep->ia->mu);
     if (nbufs)
         *nbufs = (DAT_COUNT)ep->recvs.size();
@@ -673,9 +671,9 @@ DAT_RETURN DAT_API ep_recv_query(DAT_EP_HANDLE h, DAT_COUNT *nbufs, DAT_COUNT *s
 }
 
 DAT_RETURN DAT_API ep_set_watermark(DAT_EP_HANDLE h, DAT_COUNT soft, DAT_COUNT) {
-    Ep *ep = as<Ep>(h, DAT_HANDLE_TYPE_EP);
-    if (!ep)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP);
+    Ep *ep;
+    if (DAT_RETURN err = lookup(h, &ep))
+        return err;
     std::lock_guard<std::mutex> lk(ep->ia->mu);
     ep->attr.srq_soft_hw = soft;
     return DAT_SUCCESS;
@@ -768,9 +766,9 @@ static DAT_RETURN do_connect(Ep *ep, uint16_t node, bool reachable, DAT_CONN_QUA
 DAT_RETURN DAT_API ep_connect(DAT_EP_HANDLE h, DAT_IA_ADDRESS_PTR addr, DAT_CONN_QUAL qual,
                               DAT_TIMEOUT timeout, DAT_COUNT plen, const DAT_PVOID pdata, DAT_QOS,
                               DAT_CONNECT_FLAGS) {
-    Ep *ep = as<Ep>(h, DAT_HANDLE_TYPE_EP);
-    if (!ep)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP);
+    Ep *ep;
+    if (DAT_RETURN err = lookup(h, &ep))
+        return err;
     if (!addr)
         return dat_err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
     if (plen < 0 || plen > kMaxPrivateData || (plen && !pdata))
@@ -782,10 +780,11 @@ DAT_RETURN DAT_API ep_connect(DAT_EP_HANDLE h, DAT_IA_ADDRESS_PTR addr, DAT_CONN
 
 DAT_RETURN DAT_API ep_dup_connect(DAT_EP_HANDLE h, DAT_EP_HANDLE dup, DAT_TIMEOUT timeout,
                                   DAT_COUNT plen, const DAT_PVOID pdata, DAT_QOS) {
-    Ep *ep = as<Ep>(h, DAT_HANDLE_TYPE_EP);
-    Ep *d = as<Ep>(dup, DAT_HANDLE_TYPE_EP);
-    if (!ep || !d)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP);
+    Ep *ep, *d;
+    if (DAT_RETURN err = lookup(h, &ep))
+        return err;
+    if (DAT_RETURN err = lookup(dup, &d))
+        return err;
     if (plen < 0 || plen > kMaxPrivateData || (plen && !pdata))
         return dat_err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG4);
     uint16_t node;
@@ -821,9 +820,9 @@ static DAT_RETURN sp_listen(uint16_t port, std::shared_ptr<ScifEp> *out, uint16_
 static DAT_RETURN sp_make(Ia *ia, bool any, DAT_CONN_QUAL qual, DAT_EVD_HANDLE eh,
                           DAT_PSP_FLAGS flags, Ep *rsp_ep, DAT_HANDLE *out,
                           DAT_CONN_QUAL *qual_out) {
-    Evd *evd = as<Evd>(eh, DAT_HANDLE_TYPE_EVD);
-    if (!evd)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_CR);
+    Evd *evd;
+    if (DAT_RETURN err = lookup(eh, &evd, DAT_INVALID_HANDLE_EVD_CR))
+        return err;
     if (!out)
         return dat_err(DAT_INVALID_PARAMETER);
     if (flags != DAT_PSP_CONSUMER_FLAG && flags != DAT_PSP_PROVIDER_FLAG)
@@ -857,17 +856,17 @@ static DAT_RETURN sp_make(Ia *ia, bool any, DAT_CONN_QUAL qual, DAT_EVD_HANDLE e
 
 DAT_RETURN DAT_API psp_create(DAT_IA_HANDLE h, DAT_CONN_QUAL qual, DAT_EVD_HANDLE evd,
                               DAT_PSP_FLAGS flags, DAT_PSP_HANDLE *out) {
-    Ia *ia = as<Ia>(h, DAT_HANDLE_TYPE_IA);
-    if (!ia)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA);
+    Ia *ia;
+    if (DAT_RETURN err = lookup(h, &ia))
+        return err;
     return sp_make(ia, false, qual, evd, flags, nullptr, out, nullptr);
 }
 
 DAT_RETURN DAT_API psp_create_any(DAT_IA_HANDLE h, DAT_CONN_QUAL *qual, DAT_EVD_HANDLE evd,
                                   DAT_PSP_FLAGS flags, DAT_PSP_HANDLE *out) {
-    Ia *ia = as<Ia>(h, DAT_HANDLE_TYPE_IA);
-    if (!ia)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA);
+    Ia *ia;
+    if (DAT_RETURN err = lookup(h, &ia))
+        return err;
     if (!qual)
         return dat_err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
     return sp_make(ia, true, 0, evd, flags, nullptr, out, qual);
@@ -875,12 +874,12 @@ DAT_RETURN DAT_API psp_create_any(DAT_IA_HANDLE h, DAT_CONN_QUAL *qual, DAT_EVD_
 
 DAT_RETURN DAT_API rsp_create(DAT_IA_HANDLE h, DAT_CONN_QUAL qual, DAT_EP_HANDLE eph,
                               DAT_EVD_HANDLE evd, DAT_RSP_HANDLE *out) {
-    Ia *ia = as<Ia>(h, DAT_HANDLE_TYPE_IA);
-    if (!ia)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA);
-    Ep *ep = as<Ep>(eph, DAT_HANDLE_TYPE_EP);
-    if (!ep)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP);
+    Ia *ia;
+    if (DAT_RETURN err = lookup(h, &ia))
+        return err;
+    Ep *ep;
+    if (DAT_RETURN err = lookup(eph, &ep))
+        return err;
     return sp_make(ia, false, qual, evd, DAT_PSP_CONSUMER_FLAG, ep, out, nullptr);
 }
 
@@ -910,10 +909,9 @@ void sp_free_locked(Sp *sp) {
 }
 
 static DAT_RETURN sp_free(DAT_HANDLE h, DAT_HANDLE_TYPE t) {
-    Sp *sp = as<Sp>(h, t);
-    if (!sp)
-        return dat_err(DAT_INVALID_HANDLE,
-                       t == DAT_HANDLE_TYPE_PSP ? DAT_INVALID_HANDLE_PSP : DAT_INVALID_HANDLE_RSP);
+    Sp *sp;
+    if (DAT_RETURN err = lookup_sp(h, t, &sp))
+        return err;
     Ia *ia = sp->ia;
     uint64_t since;
     {
@@ -935,9 +933,9 @@ DAT_RETURN DAT_API rsp_free(DAT_RSP_HANDLE h) {
 }
 
 DAT_RETURN DAT_API psp_query(DAT_PSP_HANDLE h, DAT_PSP_PARAM_MASK, DAT_PSP_PARAM *p) {
-    Sp *sp = as<Sp>(h, DAT_HANDLE_TYPE_PSP);
-    if (!sp)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_PSP);
+    Sp *sp;
+    if (DAT_RETURN err = lookup_sp(h, DAT_HANDLE_TYPE_PSP, &sp))
+        return err;
     if (!p)
         return dat_err(DAT_INVALID_PARAMETER);
     p->ia_handle = sp->ia;
@@ -948,9 +946,9 @@ DAT_RETURN DAT_API psp_query(DAT_PSP_HANDLE h, DAT_PSP_PARAM_MASK, DAT_PSP_PARAM
 }
 
 DAT_RETURN DAT_API rsp_query(DAT_RSP_HANDLE h, DAT_RSP_PARAM_MASK, DAT_RSP_PARAM *p) {
-    Sp *sp = as<Sp>(h, DAT_HANDLE_TYPE_RSP);
-    if (!sp)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_RSP);
+    Sp *sp;
+    if (DAT_RETURN err = lookup_sp(h, DAT_HANDLE_TYPE_RSP, &sp))
+        return err;
     if (!p)
         return dat_err(DAT_INVALID_PARAMETER);
     std::lock_guard<std::mutex> lk(sp->ia->mu);
@@ -979,9 +977,9 @@ void cr_free_locked(Cr *cr) {
 }
 
 DAT_RETURN DAT_API cr_query(DAT_CR_HANDLE h, DAT_CR_PARAM_MASK, DAT_CR_PARAM *p) {
-    Cr *cr = as<Cr>(h, DAT_HANDLE_TYPE_CR);
-    if (!cr)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_CR);
+    Cr *cr;
+    if (DAT_RETURN err = lookup(h, &cr))
+        return err;
     if (!p)
         return dat_err(DAT_INVALID_PARAMETER);
     std::lock_guard<std::mutex> lk(cr->ia->mu);
@@ -1012,17 +1010,16 @@ static void test_accept_delay() {
 
 DAT_RETURN DAT_API cr_accept(DAT_CR_HANDLE h, DAT_EP_HANDLE eph, DAT_COUNT plen,
                              const DAT_PVOID pdata) {
-    Cr *cr = as<Cr>(h, DAT_HANDLE_TYPE_CR);
-    if (!cr)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_CR);
+    Cr *cr;
+    if (DAT_RETURN err = lookup(h, &cr))
+        return err;
     if (plen < 0 || plen > kMaxPrivateData || (plen && !pdata))
         return dat_err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
     Ia *ia = cr->ia;
     Ep *ep = nullptr;
     if (eph) {
-        ep = as<Ep>(eph, DAT_HANDLE_TYPE_EP);
-        if (!ep || ep->ia != ia)
-            return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP);
+        if (DAT_RETURN err = lookup_in(ia, eph, &ep))
+            return err;
     }
     std::shared_ptr<Conn> c;
     std::vector<MrInfo> mrs;
@@ -1098,9 +1095,9 @@ DAT_RETURN DAT_API cr_accept(DAT_CR_HANDLE h, DAT_EP_HANDLE eph, DAT_COUNT plen,
 }
 
 DAT_RETURN DAT_API cr_reject(DAT_CR_HANDLE h, DAT_COUNT plen, const DAT_PVOID pdata) {
-    Cr *cr = as<Cr>(h, DAT_HANDLE_TYPE_CR);
-    if (!cr)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_CR);
+    Cr *cr;
+    if (DAT_RETURN err = lookup(h, &cr))
+        return err;
     if (plen < 0 || plen > kMaxPrivateData || (plen && !pdata))
         return dat_err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
     Ia *ia = cr->ia;
@@ -1125,9 +1122,9 @@ DAT_RETURN DAT_API cr_reject(DAT_CR_HANDLE h, DAT_COUNT plen, const DAT_PVOID pd
 
 DAT_RETURN DAT_API ep_post_send(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
                                 DAT_DTO_COOKIE cookie, DAT_COMPLETION_FLAGS flags) {
-    Ep *ep = as<Ep>(h, DAT_HANDLE_TYPE_EP);
-    if (!ep)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP);
+    Ep *ep;
+    if (DAT_RETURN err = lookup(h, &ep))
+        return err;
     if (flags & ~kReqFlags)
         return dat_err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG5);
     Ia *ia = ep->ia;
@@ -1178,9 +1175,9 @@ DAT_RETURN DAT_API ep_post_send_inv(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLE
 
 DAT_RETURN DAT_API ep_post_recv(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
                                 DAT_DTO_COOKIE cookie, DAT_COMPLETION_FLAGS flags) {
-    Ep *ep = as<Ep>(h, DAT_HANDLE_TYPE_EP);
-    if (!ep)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP);
+    Ep *ep;
+    if (DAT_RETURN err = lookup(h, &ep))
+        return err;
     if (flags & ~kReqFlags)
         return dat_err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG5);
     std::lock_guard<std::mutex> lk(ep->ia->mu);
@@ -1215,9 +1212,9 @@ DAT_RETURN DAT_API ep_post_recv(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET *i
 
 DAT_RETURN DAT_API srq_post_recv(DAT_SRQ_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
                                  DAT_DTO_COOKIE cookie) {
-    Srq *s = as<Srq>(h, DAT_HANDLE_TYPE_SRQ);
-    if (!s)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_SRQ);
+    Srq *s;
+    if (DAT_RETURN err = lookup(h, &s))
+        return err;
     Ia *ia = s->ia;
     std::lock_guard<std::mutex> lk(ia->mu);
     if (n > s->attr.max_recv_iov)
@@ -1260,9 +1257,9 @@ static DAT_DTO_COMPLETION_STATUS rma_status(int e) {
 static DAT_RETURN post_rdma(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
                             DAT_DTO_COOKIE cookie, const DAT_RMR_TRIPLET *rt,
                             DAT_COMPLETION_FLAGS flags, bool is_read) {
-    Ep *ep = as<Ep>(h, DAT_HANDLE_TYPE_EP);
-    if (!ep)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP);
+    Ep *ep;
+    if (DAT_RETURN err = lookup(h, &ep))
+        return err;
     if (flags & ~kReqFlags)
         return dat_err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG6);
     if (!rt)

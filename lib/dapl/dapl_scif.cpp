@@ -44,6 +44,14 @@ Obj *reg_find(DAT_HANDLE h, DAT_HANDLE_TYPE t) {
     return static_cast<Obj *>(h);
 }
 
+DAT_RETURN lookup_sp(DAT_HANDLE h, DAT_HANDLE_TYPE t, Sp **out) {
+    *out = static_cast<Sp *>(reg_find(h, t));
+    if (*out)
+        return DAT_SUCCESS;
+    return dat_err(DAT_INVALID_HANDLE,
+                   t == DAT_HANDLE_TYPE_PSP ? DAT_INVALID_HANDLE_PSP : DAT_INVALID_HANDLE_RSP);
+}
+
 static bool reg_any(DAT_HANDLE h, DAT_HANDLE_TYPE *t) {
     if (!h)
         return false;
@@ -192,9 +200,8 @@ DAT_RETURN DAT_API ia_open(const DAT_NAME_PTR name, DAT_COUNT qlen, DAT_EVD_HAND
         return dat_err(DAT_PROVIDER_NOT_FOUND);
     Evd *given = nullptr;
     if (*async_evd != DAT_HANDLE_NULL && *async_evd != DAT_EVD_ASYNC_EXISTS) {
-        given = as<Evd>(*async_evd, DAT_HANDLE_TYPE_EVD);
-        if (!given)
-            return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_ASYNC);
+        if (DAT_RETURN err = lookup(*async_evd, &given, DAT_INVALID_HANDLE_EVD_ASYNC))
+            return err;
     }
     uint16_t nodes[1], self = 0;
     if (scif_get_nodeIDs(nodes, 1, &self) < 0)
@@ -248,9 +255,9 @@ DAT_RETURN DAT_API ia_open(const DAT_NAME_PTR name, DAT_COUNT qlen, DAT_EVD_HAND
 static void free_child(Obj *o);
 
 DAT_RETURN DAT_API ia_close(DAT_IA_HANDLE h, DAT_CLOSE_FLAGS flags) {
-    Ia *ia = as<Ia>(h, DAT_HANDLE_TYPE_IA);
-    if (!ia)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA);
+    Ia *ia;
+    if (DAT_RETURN err = lookup(h, &ia))
+        return err;
     {
         std::lock_guard<std::mutex> lk(ia->mu);
         if (flags == DAT_CLOSE_GRACEFUL_FLAG) {
@@ -298,9 +305,9 @@ DAT_RETURN DAT_API ia_close(DAT_IA_HANDLE h, DAT_CLOSE_FLAGS flags) {
 
 DAT_RETURN DAT_API ia_query(DAT_IA_HANDLE h, DAT_EVD_HANDLE *async_evd, DAT_IA_ATTR_MASK amask,
                             DAT_IA_ATTR *a, DAT_PROVIDER_ATTR_MASK pmask, DAT_PROVIDER_ATTR *p) {
-    Ia *ia = as<Ia>(h, DAT_HANDLE_TYPE_IA);
-    if (!ia)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA);
+    Ia *ia;
+    if (DAT_RETURN err = lookup(h, &ia))
+        return err;
     if (async_evd)
         *async_evd = ia->async_evd;
     if (a && amask) {
@@ -439,9 +446,9 @@ static DAT_RETURN cno_make(Ia *ia, DAT_OS_WAIT_PROXY_AGENT agent, bool with_fd, 
 }
 
 DAT_RETURN DAT_API cno_create(DAT_IA_HANDLE h, DAT_OS_WAIT_PROXY_AGENT agent, DAT_CNO_HANDLE *out) {
-    Ia *ia = as<Ia>(h, DAT_HANDLE_TYPE_IA);
-    if (!ia)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA);
+    Ia *ia;
+    if (DAT_RETURN err = lookup(h, &ia))
+        return err;
     if (!out)
         return dat_err(DAT_INVALID_PARAMETER);
     Cno *c;
@@ -452,9 +459,9 @@ DAT_RETURN DAT_API cno_create(DAT_IA_HANDLE h, DAT_OS_WAIT_PROXY_AGENT agent, DA
 }
 
 DAT_RETURN DAT_API cno_fd_create(DAT_IA_HANDLE h, DAT_FD *fd, DAT_CNO_HANDLE *out) {
-    Ia *ia = as<Ia>(h, DAT_HANDLE_TYPE_IA);
-    if (!ia)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA);
+    Ia *ia;
+    if (DAT_RETURN err = lookup(h, &ia))
+        return err;
     if (!out || !fd)
         return dat_err(DAT_INVALID_PARAMETER);
     Cno *c;
@@ -465,18 +472,18 @@ DAT_RETURN DAT_API cno_fd_create(DAT_IA_HANDLE h, DAT_FD *fd, DAT_CNO_HANDLE *ou
 }
 
 DAT_RETURN DAT_API cno_modify_agent(DAT_CNO_HANDLE h, DAT_OS_WAIT_PROXY_AGENT agent) {
-    Cno *c = as<Cno>(h, DAT_HANDLE_TYPE_CNO);
-    if (!c)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_CNO);
+    Cno *c;
+    if (DAT_RETURN err = lookup(h, &c))
+        return err;
     std::lock_guard<std::mutex> lk(c->mu);
     c->agent = agent;
     return DAT_SUCCESS;
 }
 
 DAT_RETURN DAT_API cno_query(DAT_CNO_HANDLE h, DAT_CNO_PARAM_MASK, DAT_CNO_PARAM *p) {
-    Cno *c = as<Cno>(h, DAT_HANDLE_TYPE_CNO);
-    if (!c)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_CNO);
+    Cno *c;
+    if (DAT_RETURN err = lookup(h, &c))
+        return err;
     if (!p)
         return dat_err(DAT_INVALID_PARAMETER);
     std::lock_guard<std::mutex> lk(c->mu);
@@ -507,9 +514,9 @@ static void cno_destroy(Cno *c) {
 }
 
 DAT_RETURN DAT_API cno_free(DAT_CNO_HANDLE h) {
-    Cno *c = as<Cno>(h, DAT_HANDLE_TYPE_CNO);
-    if (!c)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_CNO);
+    Cno *c;
+    if (DAT_RETURN err = lookup(h, &c))
+        return err;
     Ia *ia = c->ia;
     {
         std::lock_guard<std::mutex> lk(ia->mu);
@@ -523,9 +530,9 @@ DAT_RETURN DAT_API cno_free(DAT_CNO_HANDLE h) {
 }
 
 DAT_RETURN DAT_API cno_wait(DAT_CNO_HANDLE h, DAT_TIMEOUT timeout, DAT_EVD_HANDLE *evd) {
-    Cno *c = as<Cno>(h, DAT_HANDLE_TYPE_CNO);
-    if (!c)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_CNO);
+    Cno *c;
+    if (DAT_RETURN err = lookup(h, &c))
+        return err;
     if (!evd)
         return dat_err(DAT_INVALID_PARAMETER);
     std::unique_lock<std::mutex> lk(c->mu);
@@ -553,9 +560,9 @@ DAT_RETURN DAT_API cno_wait(DAT_CNO_HANDLE h, DAT_TIMEOUT timeout, DAT_EVD_HANDL
 }
 
 DAT_RETURN DAT_API cno_trigger(DAT_CNO_HANDLE h, DAT_EVD_HANDLE *evd) {
-    Cno *c = as<Cno>(h, DAT_HANDLE_TYPE_CNO);
-    if (!c)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_CNO);
+    Cno *c;
+    if (DAT_RETURN err = lookup(h, &c))
+        return err;
     std::lock_guard<std::mutex> lk(c->mu);
     if (c->triggered.empty())
         return dat_err(DAT_QUEUE_EMPTY);
@@ -586,16 +593,15 @@ static DAT_RETURN evd_create_locked(Ia *ia, DAT_COUNT qlen, Cno *cno, DAT_EVD_FL
 
 DAT_RETURN DAT_API evd_create(DAT_IA_HANDLE h, DAT_COUNT qlen, DAT_CNO_HANDLE cnoh,
                               DAT_EVD_FLAGS flags, DAT_EVD_HANDLE *out) {
-    Ia *ia = as<Ia>(h, DAT_HANDLE_TYPE_IA);
-    if (!ia)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA);
+    Ia *ia;
+    if (DAT_RETURN err = lookup(h, &ia))
+        return err;
     if (!out)
         return dat_err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG5);
     Cno *cno = nullptr;
     if (cnoh) {
-        cno = as<Cno>(cnoh, DAT_HANDLE_TYPE_CNO);
-        if (!cno)
-            return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_CNO);
+        if (DAT_RETURN err = lookup(cnoh, &cno))
+            return err;
     }
     std::lock_guard<std::mutex> lk(ia->mu);
     Evd *e;
@@ -606,9 +612,9 @@ DAT_RETURN DAT_API evd_create(DAT_IA_HANDLE h, DAT_COUNT qlen, DAT_CNO_HANDLE cn
 }
 
 DAT_RETURN DAT_API evd_query(DAT_EVD_HANDLE h, DAT_EVD_PARAM_MASK, DAT_EVD_PARAM *p) {
-    Evd *e = as<Evd>(h, DAT_HANDLE_TYPE_EVD);
-    if (!e)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST);
+    Evd *e;
+    if (DAT_RETURN err = lookup(h, &e))
+        return err;
     if (!p)
         return dat_err(DAT_INVALID_PARAMETER);
     std::lock_guard<std::mutex> lk(e->ia->mu);
@@ -623,14 +629,13 @@ DAT_RETURN DAT_API evd_query(DAT_EVD_HANDLE h, DAT_EVD_PARAM_MASK, DAT_EVD_PARAM
 }
 
 DAT_RETURN DAT_API evd_modify_cno(DAT_EVD_HANDLE h, DAT_CNO_HANDLE ch) {
-    Evd *e = as<Evd>(h, DAT_HANDLE_TYPE_EVD);
-    if (!e)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST);
+    Evd *e;
+    if (DAT_RETURN err = lookup(h, &e))
+        return err;
     Cno *c = nullptr;
     if (ch) {
-        c = as<Cno>(ch, DAT_HANDLE_TYPE_CNO);
-        if (!c)
-            return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_CNO);
+        if (DAT_RETURN err = lookup(ch, &c))
+            return err;
     }
     std::lock_guard<std::mutex> lk(e->ia->mu);
     e->cno = c;
@@ -638,18 +643,18 @@ DAT_RETURN DAT_API evd_modify_cno(DAT_EVD_HANDLE h, DAT_CNO_HANDLE ch) {
 }
 
 DAT_RETURN DAT_API evd_enable(DAT_EVD_HANDLE h) {
-    Evd *e = as<Evd>(h, DAT_HANDLE_TYPE_EVD);
-    if (!e)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST);
+    Evd *e;
+    if (DAT_RETURN err = lookup(h, &e))
+        return err;
     std::lock_guard<std::mutex> lk(e->ia->mu);
     e->enabled = true;
     return DAT_SUCCESS;
 }
 
 DAT_RETURN DAT_API evd_disable(DAT_EVD_HANDLE h) {
-    Evd *e = as<Evd>(h, DAT_HANDLE_TYPE_EVD);
-    if (!e)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST);
+    Evd *e;
+    if (DAT_RETURN err = lookup(h, &e))
+        return err;
     std::lock_guard<std::mutex> lk(e->ia->mu);
     e->enabled = false;
     return DAT_SUCCESS;
@@ -657,9 +662,9 @@ DAT_RETURN DAT_API evd_disable(DAT_EVD_HANDLE h) {
 
 DAT_RETURN DAT_API evd_wait(DAT_EVD_HANDLE h, DAT_TIMEOUT timeout, DAT_COUNT threshold,
                             DAT_EVENT *ev, DAT_COUNT *nmore) {
-    Evd *e = as<Evd>(h, DAT_HANDLE_TYPE_EVD);
-    if (!e)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST);
+    Evd *e;
+    if (DAT_RETURN err = lookup(h, &e))
+        return err;
     if (!ev)
         return dat_err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG4);
     DSC_DBG("evd %p: wait (timeout %u us, threshold %d)", (void *)e, (unsigned)timeout,
@@ -671,32 +676,32 @@ DAT_RETURN DAT_API evd_wait(DAT_EVD_HANDLE h, DAT_TIMEOUT timeout, DAT_COUNT thr
 }
 
 DAT_RETURN DAT_API evd_set_unwaitable(DAT_EVD_HANDLE h) {
-    Evd *e = as<Evd>(h, DAT_HANDLE_TYPE_EVD);
-    if (!e)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST);
+    Evd *e;
+    if (DAT_RETURN err = lookup(h, &e))
+        return err;
     e->q.set_unwaitable(true);
     return DAT_SUCCESS;
 }
 
 DAT_RETURN DAT_API evd_clear_unwaitable(DAT_EVD_HANDLE h) {
-    Evd *e = as<Evd>(h, DAT_HANDLE_TYPE_EVD);
-    if (!e)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST);
+    Evd *e;
+    if (DAT_RETURN err = lookup(h, &e))
+        return err;
     e->q.set_unwaitable(false);
     return DAT_SUCCESS;
 }
 
 DAT_RETURN DAT_API evd_resize(DAT_EVD_HANDLE h, DAT_COUNT qlen) {
-    Evd *e = as<Evd>(h, DAT_HANDLE_TYPE_EVD);
-    if (!e)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST);
+    Evd *e;
+    if (DAT_RETURN err = lookup(h, &e))
+        return err;
     return e->q.resize(qlen);
 }
 
 DAT_RETURN DAT_API evd_post_se(DAT_EVD_HANDLE h, const DAT_EVENT *ev) {
-    Evd *e = as<Evd>(h, DAT_HANDLE_TYPE_EVD);
-    if (!e)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST);
+    Evd *e;
+    if (DAT_RETURN err = lookup(h, &e))
+        return err;
     if (!ev || ev->event_number != DAT_SOFTWARE_EVENT)
         return dat_err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
     std::lock_guard<std::mutex> lk(e->ia->mu);
@@ -705,9 +710,9 @@ DAT_RETURN DAT_API evd_post_se(DAT_EVD_HANDLE h, const DAT_EVENT *ev) {
 }
 
 DAT_RETURN DAT_API evd_dequeue(DAT_EVD_HANDLE h, DAT_EVENT *ev) {
-    Evd *e = as<Evd>(h, DAT_HANDLE_TYPE_EVD);
-    if (!e)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST);
+    Evd *e;
+    if (DAT_RETURN err = lookup(h, &e))
+        return err;
     if (!ev)
         return dat_err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
     return e->q.dequeue(ev);
@@ -719,9 +724,9 @@ static void evd_destroy(Evd *e) {
 }
 
 DAT_RETURN DAT_API evd_free(DAT_EVD_HANDLE h) {
-    Evd *e = as<Evd>(h, DAT_HANDLE_TYPE_EVD);
-    if (!e)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST);
+    Evd *e;
+    if (DAT_RETURN err = lookup(h, &e))
+        return err;
     Ia *ia = e->ia;
     {
         std::lock_guard<std::mutex> lk(ia->mu);
@@ -740,9 +745,9 @@ DAT_RETURN DAT_API evd_free(DAT_EVD_HANDLE h) {
 /* ---- PZ ------------------------------------------------------------------ */
 
 DAT_RETURN DAT_API pz_create(DAT_IA_HANDLE h, DAT_PZ_HANDLE *out) {
-    Ia *ia = as<Ia>(h, DAT_HANDLE_TYPE_IA);
-    if (!ia)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA);
+    Ia *ia;
+    if (DAT_RETURN err = lookup(h, &ia))
+        return err;
     if (!out)
         return dat_err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
     auto pz = std::make_unique<Pz>();
@@ -753,9 +758,9 @@ DAT_RETURN DAT_API pz_create(DAT_IA_HANDLE h, DAT_PZ_HANDLE *out) {
 }
 
 DAT_RETURN DAT_API pz_query(DAT_PZ_HANDLE h, DAT_PZ_PARAM_MASK, DAT_PZ_PARAM *p) {
-    Pz *pz = as<Pz>(h, DAT_HANDLE_TYPE_PZ);
-    if (!pz)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_PZ);
+    Pz *pz;
+    if (DAT_RETURN err = lookup(h, &pz))
+        return err;
     if (!p)
         return dat_err(DAT_INVALID_PARAMETER);
     p->ia_handle = pz->ia;
@@ -763,9 +768,9 @@ DAT_RETURN DAT_API pz_query(DAT_PZ_HANDLE h, DAT_PZ_PARAM_MASK, DAT_PZ_PARAM *p)
 }
 
 DAT_RETURN DAT_API pz_free(DAT_PZ_HANDLE h) {
-    Pz *pz = as<Pz>(h, DAT_HANDLE_TYPE_PZ);
-    if (!pz)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_PZ);
+    Pz *pz;
+    if (DAT_RETURN err = lookup(h, &pz))
+        return err;
     {
         std::lock_guard<std::mutex> lk(pz->ia->mu);
         if (pz->users)
@@ -803,12 +808,12 @@ DAT_RETURN DAT_API lmr_create(DAT_IA_HANDLE h, DAT_MEM_TYPE type, DAT_REGION_DES
                               DAT_VLEN len, DAT_PZ_HANDLE pzh, DAT_MEM_PRIV_FLAGS priv,
                               DAT_VA_TYPE va_type, DAT_LMR_HANDLE *out, DAT_LMR_CONTEXT *lctx,
                               DAT_RMR_CONTEXT *rctx, DAT_VLEN *reg_len, DAT_VADDR *reg_addr) {
-    Ia *ia = as<Ia>(h, DAT_HANDLE_TYPE_IA);
-    if (!ia)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA);
-    Pz *pz = as<Pz>(pzh, DAT_HANDLE_TYPE_PZ);
-    if (!pz || pz->ia != ia)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_PZ);
+    Ia *ia;
+    if (DAT_RETURN err = lookup(h, &ia))
+        return err;
+    Pz *pz;
+    if (DAT_RETURN err = lookup_in(ia, pzh, &pz))
+        return err;
     if (va_type != DAT_VA_TYPE_VA)
         return dat_err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG7);
     if (priv & ~DAT_MEM_PRIV_ALL_FLAG)
@@ -817,9 +822,9 @@ DAT_RETURN DAT_API lmr_create(DAT_IA_HANDLE h, DAT_MEM_TYPE type, DAT_REGION_DES
     if (type == DAT_MEM_TYPE_VIRTUAL) {
         va = reinterpret_cast<uint64_t>(desc.for_va);
     } else if (type == DAT_MEM_TYPE_LMR) {
-        Lmr *base = as<Lmr>(desc.for_lmr_handle, DAT_HANDLE_TYPE_LMR);
-        if (!base)
-            return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_LMR);
+        Lmr *base;
+        if (DAT_RETURN err = lookup(desc.for_lmr_handle, &base))
+            return err;
         va = base->va;
         if (len > base->len)
             return dat_err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG4);
@@ -867,9 +872,9 @@ DAT_RETURN DAT_API lmr_create(DAT_IA_HANDLE h, DAT_MEM_TYPE type, DAT_REGION_DES
 }
 
 DAT_RETURN DAT_API lmr_query(DAT_LMR_HANDLE h, DAT_LMR_PARAM_MASK, DAT_LMR_PARAM *p) {
-    Lmr *l = as<Lmr>(h, DAT_HANDLE_TYPE_LMR);
-    if (!l)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_LMR);
+    Lmr *l;
+    if (DAT_RETURN err = lookup(h, &l))
+        return err;
     if (!p)
         return dat_err(DAT_INVALID_PARAMETER);
     p->ia_handle = l->ia;
@@ -912,9 +917,9 @@ static void mr_withdraw(Ia *ia, uint32_t id) {
 }
 
 DAT_RETURN DAT_API lmr_free(DAT_LMR_HANDLE h) {
-    Lmr *l = as<Lmr>(h, DAT_HANDLE_TYPE_LMR);
-    if (!l)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_LMR);
+    Lmr *l;
+    if (DAT_RETURN err = lookup(h, &l))
+        return err;
     Ia *ia = l->ia;
     {
         std::lock_guard<std::mutex> lk(ia->mu);
@@ -931,17 +936,16 @@ DAT_RETURN DAT_API lmr_free(DAT_LMR_HANDLE h) {
 
 DAT_RETURN DAT_API lmr_sync(DAT_IA_HANDLE h, const DAT_LMR_TRIPLET *, DAT_VLEN) {
     /* SCIF memory is cache coherent: nothing to do. */
-    if (!as<Ia>(h, DAT_HANDLE_TYPE_IA))
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA);
-    return DAT_SUCCESS;
+    Ia *ia;
+    return lookup(h, &ia);
 }
 
 /* ---- RMR ------------------------------------------------------------------ */
 
 DAT_RETURN DAT_API rmr_create(DAT_PZ_HANDLE h, DAT_RMR_HANDLE *out) {
-    Pz *pz = as<Pz>(h, DAT_HANDLE_TYPE_PZ);
-    if (!pz)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_PZ);
+    Pz *pz;
+    if (DAT_RETURN err = lookup(h, &pz))
+        return err;
     if (!out)
         return dat_err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
     auto r = std::make_unique<Rmr>();
@@ -954,9 +958,9 @@ DAT_RETURN DAT_API rmr_create(DAT_PZ_HANDLE h, DAT_RMR_HANDLE *out) {
 }
 
 DAT_RETURN DAT_API rmr_query(DAT_RMR_HANDLE h, DAT_RMR_PARAM_MASK, DAT_RMR_PARAM *p) {
-    Rmr *r = as<Rmr>(h, DAT_HANDLE_TYPE_RMR);
-    if (!r)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_RMR);
+    Rmr *r;
+    if (DAT_RETURN err = lookup(h, &r))
+        return err;
     if (!p)
         return dat_err(DAT_INVALID_PARAMETER);
     std::lock_guard<std::mutex> lk(r->ia->mu);
@@ -996,12 +1000,12 @@ DAT_RETURN DAT_API rmr_bind(DAT_RMR_HANDLE h, DAT_LMR_HANDLE lh, const DAT_LMR_T
                             DAT_MEM_PRIV_FLAGS priv, DAT_VA_TYPE va_type, DAT_EP_HANDLE eph,
                             DAT_RMR_COOKIE cookie, DAT_COMPLETION_FLAGS cflags,
                             DAT_RMR_CONTEXT *ctx) {
-    Rmr *r = as<Rmr>(h, DAT_HANDLE_TYPE_RMR);
-    if (!r)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_RMR);
-    Ep *ep = as<Ep>(eph, DAT_HANDLE_TYPE_EP);
-    if (!ep)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP);
+    Rmr *r;
+    if (DAT_RETURN err = lookup(h, &r))
+        return err;
+    Ep *ep;
+    if (DAT_RETURN err = lookup(eph, &ep))
+        return err;
     Ia *ia = r->ia;
     if (cflags & ~(DAT_COMPLETION_SUPPRESS_FLAG | DAT_COMPLETION_UNSIGNALLED_FLAG |
                    DAT_COMPLETION_BARRIER_FENCE_FLAG))
@@ -1022,9 +1026,9 @@ DAT_RETURN DAT_API rmr_bind(DAT_RMR_HANDLE h, DAT_LMR_HANDLE lh, const DAT_LMR_T
         old_conn = rmr_unbind_locked(r, &old_id);
         evd = ep->req_evd;
         if (lh) {
-            Lmr *l = as<Lmr>(lh, DAT_HANDLE_TYPE_LMR);
-            if (!l || l->ia != ia)
-                return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_LMR);
+            Lmr *l;
+            if (DAT_RETURN err = lookup_in(ia, lh, &l))
+                return err;
             if (!trip)
                 return dat_err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
             if (l->pz != r->pz)
@@ -1083,9 +1087,9 @@ DAT_RETURN DAT_API rmr_bind(DAT_RMR_HANDLE h, DAT_LMR_HANDLE lh, const DAT_LMR_T
 }
 
 DAT_RETURN DAT_API rmr_free(DAT_RMR_HANDLE h) {
-    Rmr *r = as<Rmr>(h, DAT_HANDLE_TYPE_RMR);
-    if (!r)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_RMR);
+    Rmr *r;
+    if (DAT_RETURN err = lookup(h, &r))
+        return err;
     std::shared_ptr<Conn> c;
     uint32_t id;
     {
@@ -1103,12 +1107,12 @@ DAT_RETURN DAT_API rmr_free(DAT_RMR_HANDLE h) {
 
 DAT_RETURN DAT_API srq_create(DAT_IA_HANDLE h, DAT_PZ_HANDLE pzh, DAT_SRQ_ATTR *attr,
                               DAT_SRQ_HANDLE *out) {
-    Ia *ia = as<Ia>(h, DAT_HANDLE_TYPE_IA);
-    if (!ia)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA);
-    Pz *pz = as<Pz>(pzh, DAT_HANDLE_TYPE_PZ);
-    if (!pz || pz->ia != ia)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_PZ);
+    Ia *ia;
+    if (DAT_RETURN err = lookup(h, &ia))
+        return err;
+    Pz *pz;
+    if (DAT_RETURN err = lookup_in(ia, pzh, &pz))
+        return err;
     if (!attr || !out || attr->max_recv_dtos <= 0 || attr->max_recv_iov <= 0)
         return dat_err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
     auto s = std::make_unique<Srq>();
@@ -1122,9 +1126,9 @@ DAT_RETURN DAT_API srq_create(DAT_IA_HANDLE h, DAT_PZ_HANDLE pzh, DAT_SRQ_ATTR *
 }
 
 DAT_RETURN DAT_API srq_free(DAT_SRQ_HANDLE h) {
-    Srq *s = as<Srq>(h, DAT_HANDLE_TYPE_SRQ);
-    if (!s)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_SRQ);
+    Srq *s;
+    if (DAT_RETURN err = lookup(h, &s))
+        return err;
     {
         std::lock_guard<std::mutex> lk(s->ia->mu);
         if (s->users)
@@ -1137,9 +1141,9 @@ DAT_RETURN DAT_API srq_free(DAT_SRQ_HANDLE h) {
 }
 
 DAT_RETURN DAT_API srq_query(DAT_SRQ_HANDLE h, DAT_SRQ_PARAM_MASK, DAT_SRQ_PARAM *p) {
-    Srq *s = as<Srq>(h, DAT_HANDLE_TYPE_SRQ);
-    if (!s)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_SRQ);
+    Srq *s;
+    if (DAT_RETURN err = lookup(h, &s))
+        return err;
     if (!p)
         return dat_err(DAT_INVALID_PARAMETER);
     std::lock_guard<std::mutex> lk(s->ia->mu);
@@ -1155,9 +1159,9 @@ DAT_RETURN DAT_API srq_query(DAT_SRQ_HANDLE h, DAT_SRQ_PARAM_MASK, DAT_SRQ_PARAM
 }
 
 DAT_RETURN DAT_API srq_resize(DAT_SRQ_HANDLE h, DAT_COUNT n) {
-    Srq *s = as<Srq>(h, DAT_HANDLE_TYPE_SRQ);
-    if (!s)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_SRQ);
+    Srq *s;
+    if (DAT_RETURN err = lookup(h, &s))
+        return err;
     std::lock_guard<std::mutex> lk(s->ia->mu);
     if (n <= 0)
         return dat_err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
@@ -1168,9 +1172,9 @@ DAT_RETURN DAT_API srq_resize(DAT_SRQ_HANDLE h, DAT_COUNT n) {
 }
 
 DAT_RETURN DAT_API srq_set_lw(DAT_SRQ_HANDLE h, DAT_COUNT lw) {
-    Srq *s = as<Srq>(h, DAT_HANDLE_TYPE_SRQ);
-    if (!s)
-        return dat_err(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_SRQ);
+    Srq *s;
+    if (DAT_RETURN err = lookup(h, &s))
+        return err;
     std::lock_guard<std::mutex> lk(s->ia->mu);
     if (lw < 0 || lw > s->attr.max_recv_dtos)
         return dat_err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);

@@ -268,9 +268,63 @@ void reg_add(Obj *o);
 void reg_del(Obj *o);
 Obj *reg_find(DAT_HANDLE h, DAT_HANDLE_TYPE t);
 
-template <class T> T *as(DAT_HANDLE h, DAT_HANDLE_TYPE t) {
-    return static_cast<T *>(reg_find(h, t));
+/*
+ * The handle type of each object, and the DAT_INVALID_HANDLE subtype an
+ * entry point returns for a bad handle of it (an EVD's depends on the
+ * argument: EVD_REQUEST unless the caller says otherwise).  Sp serves two
+ * handle types: lookup_sp.
+ */
+template <class T> struct HandleOf;
+#define DAPL_HANDLE_OF(T, TYPE, SUB)                                                               \
+    template <> struct HandleOf<T> {                                                               \
+        static constexpr DAT_HANDLE_TYPE type = DAT_HANDLE_TYPE_##TYPE;                            \
+        static constexpr unsigned bad = DAT_INVALID_HANDLE_##SUB;                                  \
+    }
+DAPL_HANDLE_OF(Ia, IA, IA);
+DAPL_HANDLE_OF(Cno, CNO, CNO);
+DAPL_HANDLE_OF(Evd, EVD, EVD_REQUEST);
+DAPL_HANDLE_OF(Pz, PZ, PZ);
+DAPL_HANDLE_OF(Lmr, LMR, LMR);
+DAPL_HANDLE_OF(Rmr, RMR, RMR);
+DAPL_HANDLE_OF(Srq, SRQ, SRQ);
+DAPL_HANDLE_OF(Ep, EP, EP);
+DAPL_HANDLE_OF(Cr, CR, CR);
+#undef DAPL_HANDLE_OF
+
+/*
+ * The one handle check of the entry points: *out is h as a live T and the
+ * result DAT_SUCCESS, or *out is nullptr and the result DAT_INVALID_HANDLE
+ * with subtype `bad`.  Use:
+ *     Ep *ep;
+ *     if (DAT_RETURN err = lookup(h, &ep))
+ *         return err;
+ */
+template <class T> DAT_RETURN lookup(DAT_HANDLE h, T **out, unsigned bad = HandleOf<T>::bad) {
+    *out = static_cast<T *>(reg_find(h, HandleOf<T>::type));
+    if (!*out)
+        return dat_err(DAT_INVALID_HANDLE, bad);
+    return DAT_SUCCESS;
 }
+
+/* The same for an optional handle: DAT_HANDLE_NULL gives nullptr. */
+template <class T> DAT_RETURN lookup_opt(DAT_HANDLE h, T **out, unsigned bad = HandleOf<T>::bad) {
+    if (!h) {
+        *out = nullptr;
+        return DAT_SUCCESS;
+    }
+    return lookup(h, out, bad);
+}
+
+/* The same for a handle that must also belong to `ia`. */
+template <class T> DAT_RETURN lookup_in(Ia *ia, DAT_HANDLE h, T **out) {
+    DAT_RETURN err = lookup(h, out);
+    if (err == DAT_SUCCESS && (*out)->ia != ia)
+        return dat_err(DAT_INVALID_HANDLE, HandleOf<T>::bad);
+    return err;
+}
+
+/* A PSP or RSP handle (t): subtype DAT_INVALID_HANDLE_PSP or _RSP. */
+DAT_RETURN lookup_sp(DAT_HANDLE h, DAT_HANDLE_TYPE t, Sp **out);
 
 /* Initialize the common head and register the object with its IA (mu). */
 void obj_init(Obj *o, Ia *ia, DAT_HANDLE_TYPE t);
