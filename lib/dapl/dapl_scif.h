@@ -261,7 +261,7 @@ struct Ia : Obj {
     void sync_progress(uint64_t since);
 };
 
-/* ---- shared helpers (dapl_scif.cpp) ---------------------------------- */
+/* ---- handle registry and objects (dapl_ia.cpp) -------------------------- */
 
 /* Handle registry: every live object, for DAT_INVALID_HANDLE checks. */
 void reg_add(Obj *o);
@@ -330,33 +330,71 @@ DAT_RETURN lookup_sp(DAT_HANDLE h, DAT_HANDLE_TYPE t, Sp **out);
 void obj_init(Obj *o, Ia *ia, DAT_HANDLE_TYPE t);
 void obj_unlink(Obj *o); /* (mu) */
 
+/* ---- events (dapl_evd.cpp) ------------------------------------------------ */
+
 /* Queue an event on an EVD and trigger its CNO when due (mu). */
 void evd_post(Evd *evd, const DAT_EVENT &ev, bool notify = true, Credit credit = nullptr);
 void post_conn_event(Ep *ep, DAT_EVENT_NUMBER num, const void *pdata = nullptr, DAT_COUNT plen = 0);
 void post_dto(Ep *ep, Evd *evd, DAT_DTO_COOKIE cookie, DAT_DTO_COMPLETION_STATUS st, uint64_t len,
               DAT_DTOS op, bool notify, Credit credit = nullptr);
+/* Create an EVD on an IA (mu); destroy one already unlinked (no lock). */
+DAT_RETURN evd_create_locked(Ia *ia, DAT_COUNT qlen, Cno *cno, DAT_EVD_FLAGS flags, Evd **out);
+void evd_destroy(Evd *e);
+void cno_destroy(Cno *c); /* already unlinked */
 
-/* Connection side (dapl_conn.cpp). */
-void ep_flush(Ep *ep);                                                 /* (mu) */
-void ep_drop_conn(Ep *ep);                                             /* (mu) */
-void conn_lost(Ia *ia, const std::shared_ptr<Conn> &c, bool graceful); /* (mu) */
-/* Free an object of the connection side at IA close (mu). */
-DAT_RETURN ep_free_locked(Ep *ep);
-void sp_free_locked(Sp *sp);
-void cr_free_locked(Cr *cr);
-
-/* Validate a local I/O vector for an EP (mu). */
-DAT_RETURN check_local_iov(Ep *ep, DAT_COUNT n, const DAT_LMR_TRIPLET *iov, DAT_MEM_PRIV_FLAGS need,
-                           std::vector<Seg> *segs);
+/* ---- memory (dapl_mem.cpp) ------------------------------------------------ */
 
 /* Our regions offered on a connection (mu): LMRs of the IA, same PZ marks. */
 std::vector<MrInfo> mr_snapshot(Ia *ia, Pz *pz);
 /* Register windows for offered regions (no lock held); fills win. */
 void mr_register(const std::shared_ptr<Conn> &c, std::vector<MrInfo> *mrs, Ia *ia);
+/* Drop the current binding of an RMR (mu held); returns what to withdraw. */
+std::shared_ptr<Conn> rmr_unbind_locked(Rmr *r, uint32_t *old);
+
+/* ---- EP (dapl_ep.cpp) ------------------------------------------------------ */
+
+void default_attr(DAT_EP_ATTR *a);
+/* Whether ep / sp is still a live object of ia (mu). */
+bool ep_alive(Ia *ia, Ep *ep);
+bool sp_alive(Ia *ia, Sp *sp);
+void ep_flush(Ep *ep);     /* (mu) */
+void ep_drop_conn(Ep *ep); /* (mu) */
+/*
+ * An EP on an SRQ left the connected state: tell the consumer through the
+ * async EVD that the EP takes no more receives from the SRQ (mu).
+ */
+void srq_ep_done(Ep *ep);
+/* Free an object of the connection side at IA close (mu). */
+DAT_RETURN ep_free_locked(Ep *ep);
+
+/* ---- connection management (dapl_cm.cpp) ---------------------------------- */
+
+void conn_lost(Ia *ia, const std::shared_ptr<Conn> &c, bool graceful); /* (mu) */
+void sp_free_locked(Sp *sp);                                           /* (mu) */
+void cr_free_locked(Cr *cr);                                           /* (mu) */
+
+/* ---- DTOs (dapl_dto.cpp) -------------------------------------------------- */
+
+/* Validate a local I/O vector for an EP (mu). */
+DAT_RETURN check_local_iov(Ep *ep, DAT_COUNT n, const DAT_LMR_TRIPLET *iov, DAT_MEM_PRIV_FLAGS need,
+                           std::vector<Seg> *segs);
+/* A SEND message arrived on ep: complete a receive or keep it (mu). */
+void deliver_send(Ep *ep, const uint8_t *data, uint64_t len, uint16_t mflags);
+
+/* ---- wire protocol, sending side (dapl_wire.cpp) -------------------------- */
 
 /* Send one framed message (takes no lock; caller holds op_mu). */
 int send_msg(scif_epd_t epd, uint16_t type, uint16_t flags, uint64_t arg, const void *a,
              size_t alen, const void *b = nullptr, size_t blen = 0);
+/* A SEND message gathered from an I/O vector (caller holds op_mu). */
+int send_iov(scif_epd_t epd, const std::vector<Seg> &segs, uint16_t flags);
+/* The body of CONN_REQ / CONN_ACCEPT / CONN_REJECT, and its parser. */
+std::vector<uint8_t> conn_body(uint64_t qual, const void *pdata, DAT_COUNT plen,
+                               const std::vector<MrInfo> &mrs);
+bool parse_body(const std::vector<uint8_t> &v, size_t len, ConnBody *b, std::vector<uint8_t> *pdata,
+                std::vector<MrInfo> *mrs);
+/* Record the regions the peer offered on c (mu). */
+void peer_add(Conn *c, const MrInfo *m, size_t n);
 
 } /* namespace daplscif */
 
