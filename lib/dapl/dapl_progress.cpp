@@ -250,91 +250,114 @@ static void accept_all(Ia *ia, Sp *sp, const std::shared_ptr<ScifEp> &lep) {
     }
 }
 
-void Ia::run() {
-    struct Item {
-        Sp *sp;
-        std::shared_ptr<ScifEp> lep;
-        std::shared_ptr<Conn> conn;
+/* One entry of the poll set: a listener (sp, lep) or a connection (conn). */
+struct PollItem {
+    Sp *sp;
+    std::shared_ptr<ScifEp> lep;
+    std::shared_ptr<Conn> conn;
+};
+
+/*
+ * Build the poll set (mu): the wake descriptor first, then the listeners
+ * that have not failed and are not backing off, the passive connections
+ * without an EP yet and the connections of EPs.  Returns the poll timeout
+ * in ms, -1 for none: until the earliest end of a listener's backoff or of
+ * an EP's connect deadline.
+ */
+static int build_poll_set(Ia *ia, std::vector<pollfd> *fds, std::vector<PollItem> *items) {
+    int timeout = -1;
+    fds->clear();
+    items->clear();
+    fds->push_back({ia->wake_fd, POLLIN, 0});
+    items->push_back({nullptr, nullptr, nullptr});
+    auto now = std::chrono::steady_clock::now();
+    auto until = [&](std::chrono::steady_clock::time_point t) {
+        long long ms = std::chrono::duration_cast<std::chrono::milliseconds>(t - now).count() + 1;
+        if (ms < 0)
+            ms = 0;
+        if (timeout < 0 || ms < timeout)
+            timeout = (int)ms;
     };
+    for (Sp *sp : ia->sps) {
+        if (sp->listen_failed)
+            continue;
+        if (sp->backoff) {
+            if (now < sp->retry_at) {
+                until(sp->retry_at);
+                continue;
+            }
+            sp->backoff = false;
+        }
+        fds->push_back({scif_get_fd(sp->lep->epd), POLLIN, 0});
+        items->push_back({sp, sp->lep, nullptr});
+    }
+    for (auto &c : ia->pending) {
+        if (c->dead)
+            continue;
+        fds->push_back({scif_get_fd(c->epd()), POLLIN, 0});
+        items->push_back({nullptr, nullptr, c});
+    }
+    for (Ep *ep : ia->eps) {
+        if (!ep->conn || ep->conn->dead)
+            continue;
+        fds->push_back({scif_get_fd(ep->conn->epd()), POLLIN, 0});
+        items->push_back({nullptr, nullptr, ep->conn});
+        if (ep->has_deadline)
+            until(ep->deadline);
+    }
+    return timeout;
+}
+
+/* Handle what poll reported ready (no lock held). */
+static void dispatch(Ia *ia, const std::vector<pollfd> &fds, const std::vector<PollItem> &items) {
+    if (fds[0].revents & POLLIN) {
+        uint64_t v;
+        ssize_t r = read(ia->wake_fd, &v, sizeof(v));
+        (void)r;
+    }
+    for (size_t i = 1; i < fds.size(); i++) {
+        if (!fds[i].revents)
+            continue;
+        if (items[i].lep)
+            accept_all(ia, items[i].sp, items[i].lep);
+        else
+            conn_ready(ia, items[i].conn);
+    }
+}
+
+/* Time out the active connects past their deadline (mu). */
+static void expire_deadlines(Ia *ia) {
+    auto now = std::chrono::steady_clock::now();
+    for (Ep *ep : ia->eps) {
+        if (!ep->has_deadline || ep->deadline > now ||
+            ep->state != DAT_EP_STATE_ACTIVE_CONNECTION_PENDING)
+            continue;
+        ep->state = DAT_EP_STATE_DISCONNECTED;
+        ep_drop_conn(ep);
+        post_conn_event(ep, DAT_CONNECTION_EVENT_TIMED_OUT);
+    }
+}
+
+void Ia::run() {
     std::vector<pollfd> fds;
-    std::vector<Item> items;
+    std::vector<PollItem> items;
     for (;;) {
-        fds.clear();
-        items.clear();
-        int timeout = -1;
+        int timeout;
         {
             std::lock_guard<std::mutex> lk(mu);
             loops++;
             loop_cv.notify_all();
             if (stop)
                 return;
-            fds.push_back({wake_fd, POLLIN, 0});
-            items.push_back({nullptr, nullptr, nullptr});
-            auto now = std::chrono::steady_clock::now();
-            auto until = [&](std::chrono::steady_clock::time_point t) {
-                long long ms =
-                    std::chrono::duration_cast<std::chrono::milliseconds>(t - now).count() + 1;
-                if (ms < 0)
-                    ms = 0;
-                if (timeout < 0 || ms < timeout)
-                    timeout = (int)ms;
-            };
-            for (Sp *sp : sps) {
-                if (sp->listen_failed)
-                    continue;
-                if (sp->backoff) {
-                    if (now < sp->retry_at) {
-                        until(sp->retry_at);
-                        continue;
-                    }
-                    sp->backoff = false;
-                }
-                fds.push_back({scif_get_fd(sp->lep->epd), POLLIN, 0});
-                items.push_back({sp, sp->lep, nullptr});
-            }
-            for (auto &c : pending) {
-                if (c->dead)
-                    continue;
-                fds.push_back({scif_get_fd(c->epd()), POLLIN, 0});
-                items.push_back({nullptr, nullptr, c});
-            }
-            for (Ep *ep : eps) {
-                if (!ep->conn || ep->conn->dead)
-                    continue;
-                fds.push_back({scif_get_fd(ep->conn->epd()), POLLIN, 0});
-                items.push_back({nullptr, nullptr, ep->conn});
-                if (ep->has_deadline)
-                    until(ep->deadline);
-            }
+            timeout = build_poll_set(this, &fds, &items);
         }
         int n = poll(fds.data(), fds.size(), timeout);
         if (n < 0 && errno != EINTR)
             std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        if (n > 0) {
-            if (fds[0].revents & POLLIN) {
-                uint64_t v;
-                ssize_t r = read(wake_fd, &v, sizeof(v));
-                (void)r;
-            }
-            for (size_t i = 1; i < fds.size(); i++) {
-                if (!fds[i].revents)
-                    continue;
-                if (items[i].lep)
-                    accept_all(this, items[i].sp, items[i].lep);
-                else
-                    conn_ready(this, items[i].conn);
-            }
-        }
+        if (n > 0)
+            dispatch(this, fds, items);
         std::lock_guard<std::mutex> lk(mu);
-        auto now = std::chrono::steady_clock::now();
-        for (Ep *ep : eps) {
-            if (!ep->has_deadline || ep->deadline > now ||
-                ep->state != DAT_EP_STATE_ACTIVE_CONNECTION_PENDING)
-                continue;
-            ep->state = DAT_EP_STATE_DISCONNECTED;
-            ep_drop_conn(ep);
-            post_conn_event(ep, DAT_CONNECTION_EVENT_TIMED_OUT);
-        }
+        expire_deadlines(this);
     }
 }
 
