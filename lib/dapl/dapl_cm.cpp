@@ -108,7 +108,7 @@ static DAT_RETURN do_connect(Ep *ep, uint16_t node, bool reachable, DAT_CONN_QUA
         }
         ep->state = DAT_EP_STATE_ACTIVE_CONNECTION_PENDING;
     }
-    scif_epd_t epd = scif_open();
+    scif_epd_t epd = scif_ops().open();
     if (epd == SCIF_OPEN_FAILED) {
         std::lock_guard<std::mutex> lk(ia->mu);
         ep->state = DAT_EP_STATE_UNCONNECTED;
@@ -116,7 +116,7 @@ static DAT_RETURN do_connect(Ep *ep, uint16_t node, bool reachable, DAT_CONN_QUA
     }
     auto c = std::make_shared<Conn>(epd);
     scif_portID dst{node, qual_to_port(qual)};
-    int port = scif_connect(epd, &dst);
+    int port = scif_ops().connect(epd, &dst);
     DSC_DBG("ep %p epd %d: connect to %u:%u: %d (%s)", (void *)ep, epd, dst.node, dst.port, port,
             port < 0 ? std::strerror(errno) : "ok");
     if (port < 0) {
@@ -196,15 +196,15 @@ DAT_RETURN DAT_API ep_dup_connect(DAT_EP_HANDLE h, DAT_EP_HANDLE dup, DAT_TIMEOU
 /* ---- PSP / RSP ------------------------------------------------------------ */
 
 static DAT_RETURN sp_listen(uint16_t port, std::shared_ptr<ScifEp> *out, uint16_t *bound) {
-    scif_epd_t epd = scif_open();
+    scif_epd_t epd = scif_ops().open();
     if (epd == SCIF_OPEN_FAILED)
         return dat_err(DAT_INSUFFICIENT_RESOURCES);
     auto lep = std::make_shared<ScifEp>(epd);
-    int p = scif_bind(epd, port);
+    int p = scif_ops().bind(epd, port);
     if (p < 0)
         return errno == EADDRINUSE || errno == EACCES ? dat_err(DAT_CONN_QUAL_IN_USE)
                                                       : dat_err(DAT_INSUFFICIENT_RESOURCES);
-    if (scif_listen(epd, 64) < 0)
+    if (scif_ops().listen(epd, 64) < 0)
         return dat_err(DAT_INSUFFICIENT_RESOURCES);
     *bound = (uint16_t)p;
     *out = std::move(lep);

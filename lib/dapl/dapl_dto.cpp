@@ -313,8 +313,8 @@ static DAT_RETURN post_rdma(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
         std::lock_guard<std::mutex> opl(c->op_mu);
         for (const Piece &p : plan) {
             void *addr = reinterpret_cast<void *>(segs[p.seg].va + p.off);
-            int r = is_read ? scif_vreadfrom(c->epd(), addr, p.len, roff, SCIF_RMA_SYNC)
-                            : scif_vwriteto(c->epd(), addr, p.len, roff, SCIF_RMA_SYNC);
+            int r = is_read ? scif_ops().vreadfrom(c->epd(), addr, p.len, roff, SCIF_RMA_SYNC)
+                            : scif_ops().vwriteto(c->epd(), addr, p.len, roff, SCIF_RMA_SYNC);
             if (r < 0) {
                 st = rma_status(errno);
                 break;

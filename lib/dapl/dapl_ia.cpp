@@ -99,13 +99,13 @@ DAT_RETURN DAT_API ia_open(const DAT_NAME_PTR name, DAT_COUNT qlen, DAT_EVD_HAND
             return err;
     }
     uint16_t nodes[1], self = 0;
-    if (scif_get_nodeIDs(nodes, 1, &self) < 0)
+    if (scif_ops().get_nodeIDs(nodes, 1, &self) < 0)
         return dat_err(DAT_PROVIDER_NOT_FOUND);
     /* Fail early when the device is missing (module not loaded). */
-    scif_epd_t probe = scif_open();
+    scif_epd_t probe = scif_ops().open();
     if (probe == SCIF_OPEN_FAILED)
         return dat_err(DAT_INSUFFICIENT_RESOURCES);
-    scif_close(probe);
+    scif_ops().close(probe);
 
     auto ia = std::make_unique<Ia>();
     ia->provider = prov;

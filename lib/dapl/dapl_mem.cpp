@@ -49,7 +49,8 @@ void mr_register(const std::shared_ptr<Conn> &c, std::vector<MrInfo> *mrs, Ia *i
             continue; /* its last page would end past 2^64 */
         uint64_t base = m.va & ~(pg - 1);
         uint64_t end = (m.va + m.len + pg - 1) & ~(pg - 1);
-        off_t off = scif_register(c->epd(), reinterpret_cast<void *>(base), end - base, 0, prot, 0);
+        off_t off =
+            scif_ops().reg(c->epd(), reinterpret_cast<void *>(base), end - base, 0, prot, 0);
         if (off == SCIF_REGISTER_FAILED)
             continue;
         m.win = off + (int64_t)(m.va - base);
@@ -229,7 +230,7 @@ static void mr_withdraw(Ia *ia, uint32_t id) {
         send_msg(c->epd(), MSG_MR_DEL, 0, id, nullptr, 0);
     }
     for (auto &t : todo)
-        scif_unregister(t.first->epd(), t.second.off, t.second.len);
+        scif_ops().unreg(t.first->epd(), t.second.off, t.second.len);
 }
 
 DAT_RETURN DAT_API lmr_free(DAT_LMR_HANDLE h) {

@@ -144,7 +144,7 @@ static void handle_msg(Ia *ia, const std::shared_ptr<Conn> &c, const MsgHdr &h) 
 static ssize_t recv_some(scif_epd_t epd, void *p, size_t n) {
     for (;;) {
         int chunk = n > (size_t)INT_MAX ? INT_MAX : (int)n;
-        int r = scif_recv(epd, p, chunk, 0);
+        int r = scif_ops().recv(epd, p, chunk, 0);
         if (r > 0)
             return r;
         if (r == 0) {
@@ -220,7 +220,7 @@ static void accept_all(Ia *ia, Sp *sp, const std::shared_ptr<ScifEp> &lep) {
     for (;;) {
         scif_portID peer{};
         scif_epd_t ne = SCIF_OPEN_FAILED;
-        if (scif_accept(lep->epd, &peer, &ne, 0) < 0) {
+        if (scif_ops().accept(lep->epd, &peer, &ne, 0) < 0) {
             int e = errno;
             if (e == EINTR)
                 continue;
@@ -288,19 +288,19 @@ static int build_poll_set(Ia *ia, std::vector<pollfd> *fds, std::vector<PollItem
             }
             sp->backoff = false;
         }
-        fds->push_back({scif_get_fd(sp->lep->epd), POLLIN, 0});
+        fds->push_back({scif_ops().get_fd(sp->lep->epd), POLLIN, 0});
         items->push_back({sp, sp->lep, nullptr});
     }
     for (auto &c : ia->pending) {
         if (c->dead)
             continue;
-        fds->push_back({scif_get_fd(c->epd()), POLLIN, 0});
+        fds->push_back({scif_ops().get_fd(c->epd()), POLLIN, 0});
         items->push_back({nullptr, nullptr, c});
     }
     for (Ep *ep : ia->eps) {
         if (!ep->conn || ep->conn->dead)
             continue;
-        fds->push_back({scif_get_fd(ep->conn->epd()), POLLIN, 0});
+        fds->push_back({scif_ops().get_fd(ep->conn->epd()), POLLIN, 0});
         items->push_back({nullptr, nullptr, ep->conn});
         if (ep->has_deadline)
             until(ep->deadline);

@@ -33,6 +33,7 @@
 #include <scif.h>
 
 #include "dapl_evq.h"
+#include "dapl_scif_ops.h"
 #include "dapl_util.h"
 
 namespace daplscif {
@@ -59,7 +60,7 @@ struct ScifEp {
     explicit ScifEp(scif_epd_t e) : epd(e) {}
     ~ScifEp() {
         if (epd >= 0)
-            scif_close(epd);
+            scif_ops().close(epd);
     }
     ScifEp(const ScifEp &) = delete;
     ScifEp &operator=(const ScifEp &) = delete;

@@ -19,7 +19,7 @@ static int send_all(scif_epd_t epd, const void *p, size_t n) {
     auto *b = static_cast<const uint8_t *>(p);
     while (n) {
         int chunk = n > (size_t)INT_MAX ? INT_MAX : (int)n;
-        int r = scif_send(epd, const_cast<uint8_t *>(b), chunk, SCIF_SEND_BLOCK);
+        int r = scif_ops().send(epd, const_cast<uint8_t *>(b), chunk, SCIF_SEND_BLOCK);
         if (r < 0) {
             if (errno == EINTR)
                 continue;

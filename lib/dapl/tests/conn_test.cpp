@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * conn_test.cpp - the provider's connection paths on a fake SCIF
+ * (fake_scif.h): the test plays the peer by hand with the wire protocol,
+ * so partial messages, accept, reject and a lost peer are checked without
+ * a kernel.  Waits are bounded (kWait); nothing asserts on time.
+ */
+#include "dapl_provider.h"
+#include "dapl_scif.h"
+#include "fake_scif.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <poll.h>
+
+#include <gtest/gtest.h>
+
+using namespace daplscif;
+
+extern "C" void DAT_API dat_provider_init(const DAT_PROVIDER_INFO *info, const char *instance);
+extern "C" void DAT_API dat_provider_fini(const DAT_PROVIDER_INFO *info);
+
+namespace {
+
+constexpr DAT_TIMEOUT kWait = 10 * 1000 * 1000; /* us: a bound, never a result */
+constexpr int kWaitMs = 10 * 1000;
+
+const ScifOps &peer() {
+    return fake_scif::ops();
+}
+
+/* A framed message as the provider frames it. */
+std::vector<uint8_t> frame(uint16_t type, const std::vector<uint8_t> &body) {
+    MsgHdr h{};
+    h.magic = kMagic;
+    h.type = type;
+    h.len = (uint32_t)body.size();
+    std::vector<uint8_t> v(sizeof(h) + body.size());
+    std::memcpy(v.data(), &h, sizeof(h));
+    if (!body.empty())
+        std::memcpy(v.data() + sizeof(h), body.data(), body.size());
+    return v;
+}
+
+void peer_send(scif_epd_t e, const uint8_t *p, size_t n) {
+    ASSERT_EQ(peer().send(e, const_cast<uint8_t *>(p), (int)n, SCIF_SEND_BLOCK), (int)n);
+}
+
+bool peer_readable(scif_epd_t e) {
+    pollfd p{peer().get_fd(e), POLLIN, 0};
+    return poll(&p, 1, kWaitMs) == 1;
+}
+
+/* Read one framed message from the provider; false if none came. */
+bool peer_recv(scif_epd_t e, MsgHdr *h, std::vector<uint8_t> *body) {
+    if (!peer_readable(e))
+        return false;
+    if (peer().recv(e, h, sizeof(*h), SCIF_RECV_BLOCK) != (int)sizeof(*h) || h->magic != kMagic)
+        return false;
+    body->resize(h->len);
+    return h->len == 0 || peer().recv(e, body->data(), (int)h->len, SCIF_RECV_BLOCK) == (int)h->len;
+}
+
+std::string pdata_of(const std::vector<uint8_t> &body, size_t len) {
+    ConnBody b;
+    std::vector<uint8_t> pd;
+    std::vector<MrInfo> mrs;
+    if (!parse_body(body, len, &b, &pd, &mrs))
+        return "<bad body>";
+    return std::string(pd.begin(), pd.end());
+}
+
+/* Wait until the progress engine went round twice: what was there, it read. */
+void settle(DAT_IA_HANDLE h) {
+    Ia *ia = static_cast<Ia *>(h);
+    for (int i = 0; i < 2; i++) {
+        uint64_t since;
+        {
+            std::lock_guard<std::mutex> lk(ia->mu);
+            since = ia->loops;
+        }
+        ia->sync_progress(since);
+    }
+}
+
+class ConnTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        set_scif_ops(&fake_scif::ops());
+        std::memset(&info_, 0, sizeof(info_));
+        std::strcpy(info_.ia_name, "ofa-v2-scif");
+        info_.dapl_version_major = 2;
+        dat_provider_init(&info_, "");
+        DAT_EVD_HANDLE async = DAT_HANDLE_NULL;
+        ASSERT_EQ(ia_open((DAT_NAME_PTR) "ofa-v2-scif", 8, &async, &ia_), DAT_SUCCESS);
+        ASSERT_EQ(evd_create(ia_, 8, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &cr_evd_), DAT_SUCCESS);
+        ASSERT_EQ(evd_create(ia_, 8, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &conn_evd_),
+                  DAT_SUCCESS);
+        ASSERT_EQ(evd_create(ia_, 8, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &dto_evd_), DAT_SUCCESS);
+        ASSERT_EQ(pz_create(ia_, &pz_), DAT_SUCCESS);
+        ASSERT_EQ(ep_create(ia_, pz_, dto_evd_, dto_evd_, conn_evd_, nullptr, &ep_), DAT_SUCCESS);
+    }
+
+    void TearDown() override {
+        if (peer_ >= 0)
+            peer().close(peer_);
+        if (ia_) {
+            EXPECT_EQ(ia_close(ia_, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+        }
+        dat_provider_fini(&info_);
+        EXPECT_EQ(fake_scif::open_count(), 0) << "SCIF endpoints leaked";
+        set_scif_ops(nullptr);
+    }
+
+    /* Listen on kQual and connect the peer to it: the pending connection. */
+    void peer_connects() {
+        ASSERT_EQ(psp_create(ia_, kQual, cr_evd_, DAT_PSP_CONSUMER_FLAG, &psp_), DAT_SUCCESS);
+        peer_ = peer().open();
+        ASSERT_GE(peer_, 0);
+        scif_portID dst{0, qual_to_port(kQual)};
+        ASSERT_GE(peer().connect(peer_, &dst), 0);
+    }
+
+    /* The connection request event; its CR in *cr. */
+    void expect_cr(DAT_CR_HANDLE *cr) {
+        DAT_EVENT ev;
+        DAT_COUNT nmore;
+        ASSERT_EQ(evd_wait(cr_evd_, kWait, 1, &ev, &nmore), DAT_SUCCESS);
+        ASSERT_EQ(ev.event_number, DAT_CONNECTION_REQUEST_EVENT);
+        *cr = ev.event_data.cr_arrival_event_data.cr_handle;
+    }
+
+    /* The peer connects and sends a whole CONN_REQ: the CR in *cr. */
+    void peer_requests(DAT_CR_HANDLE *cr) {
+        peer_connects();
+        std::vector<uint8_t> req = frame(MSG_CONN_REQ, conn_body(kQual, nullptr, 0, {}));
+        peer_send(peer_, req.data(), req.size());
+        expect_cr(cr);
+    }
+
+    DAT_EVENT_NUMBER next_conn_event() {
+        DAT_EVENT ev;
+        DAT_COUNT nmore;
+        if (evd_wait(conn_evd_, kWait, 1, &ev, &nmore) != DAT_SUCCESS)
+            return (DAT_EVENT_NUMBER)0;
+        return ev.event_number;
+    }
+
+    DAT_EP_STATE ep_state() {
+        DAT_EP_STATE st;
+        EXPECT_EQ(ep_get_status(ep_, &st, nullptr, nullptr), DAT_SUCCESS);
+        return st;
+    }
+
+    static constexpr DAT_CONN_QUAL kQual = 4711;
+    DAT_PROVIDER_INFO info_;
+    DAT_IA_HANDLE ia_ = DAT_HANDLE_NULL;
+    DAT_EVD_HANDLE cr_evd_ = DAT_HANDLE_NULL, conn_evd_ = DAT_HANDLE_NULL,
+                   dto_evd_ = DAT_HANDLE_NULL;
+    DAT_PZ_HANDLE pz_ = DAT_HANDLE_NULL;
+    DAT_EP_HANDLE ep_ = DAT_HANDLE_NULL;
+    DAT_PSP_HANDLE psp_ = DAT_HANDLE_NULL;
+    scif_epd_t peer_ = -1;
+};
+
+/* A CONN_REQ that arrives in pieces raises one request, only when whole. */
+TEST_F(ConnTest, PartialConnReqThenReject) {
+    peer_connects();
+    std::vector<uint8_t> req = frame(MSG_CONN_REQ, conn_body(kQual, "hello", 5, {}));
+    size_t cut[] = {5, sizeof(MsgHdr) + 3}; /* inside the header, inside the body */
+    size_t at = 0;
+    for (size_t c : cut) {
+        peer_send(peer_, req.data() + at, c - at);
+        at = c;
+        settle(ia_);
+        DAT_EVENT ev;
+        EXPECT_EQ(DAT_GET_TYPE(evd_dequeue(cr_evd_, &ev)), DAT_QUEUE_EMPTY)
+            << "request raised from " << at << " of " << req.size() << " bytes";
+    }
+    peer_send(peer_, req.data() + at, req.size() - at);
+    DAT_CR_HANDLE cr;
+    expect_cr(&cr);
+    DAT_CR_PARAM p;
+    ASSERT_EQ(cr_query(cr, DAT_CR_FIELD_ALL, &p), DAT_SUCCESS);
+    ASSERT_EQ(p.private_data_size, 5);
+    EXPECT_EQ(std::memcmp(p.private_data, "hello", 5), 0);
+
+    ASSERT_EQ(cr_reject(cr, 3, (DAT_PVOID) "no!"), DAT_SUCCESS);
+    MsgHdr h;
+    std::vector<uint8_t> body;
+    ASSERT_TRUE(peer_recv(peer_, &h, &body));
+    EXPECT_EQ(h.type, MSG_CONN_REJECT);
+    EXPECT_EQ(pdata_of(body, h.len), "no!");
+}
+
+/* Accept: ACCEPT goes out, the EP is connected; the peer vanishing breaks it. */
+TEST_F(ConnTest, AcceptThenPeerVanishes) {
+    DAT_CR_HANDLE cr;
+    peer_requests(&cr);
+    ASSERT_EQ(cr_accept(cr, ep_, 2, (DAT_PVOID) "ok"), DAT_SUCCESS);
+    MsgHdr h;
+    std::vector<uint8_t> body;
+    ASSERT_TRUE(peer_recv(peer_, &h, &body));
+    EXPECT_EQ(h.type, MSG_CONN_ACCEPT);
+    EXPECT_EQ(pdata_of(body, h.len), "ok");
+    EXPECT_EQ(next_conn_event(), DAT_CONNECTION_EVENT_ESTABLISHED);
+    EXPECT_EQ(ep_state(), DAT_EP_STATE_CONNECTED);
+
+    peer().close(peer_);
+    peer_ = -1;
+    EXPECT_EQ(next_conn_event(), DAT_CONNECTION_EVENT_BROKEN);
+    EXPECT_EQ(ep_state(), DAT_EP_STATE_DISCONNECTED);
+}
+
+/* A peer that says DISCONNECT first ends the connection gracefully. */
+TEST_F(ConnTest, AcceptThenPeerDisconnects) {
+    DAT_CR_HANDLE cr;
+    peer_requests(&cr);
+    ASSERT_EQ(cr_accept(cr, ep_, 0, nullptr), DAT_SUCCESS);
+    EXPECT_EQ(next_conn_event(), DAT_CONNECTION_EVENT_ESTABLISHED);
+    std::vector<uint8_t> bye = frame(MSG_DISCONNECT, {});
+    peer_send(peer_, bye.data(), bye.size());
+    EXPECT_EQ(next_conn_event(), DAT_CONNECTION_EVENT_DISCONNECTED);
+    EXPECT_EQ(ep_state(), DAT_EP_STATE_DISCONNECTED);
+}
+
+/* Active side: CONN_REQ carries the qualifier and private data; REJECT ends it. */
+TEST_F(ConnTest, ConnectRejectedByPeer) {
+    constexpr DAT_CONN_QUAL q = 815;
+    scif_epd_t l = peer().open();
+    ASSERT_GE(l, 0);
+    ASSERT_EQ(peer().bind(l, qual_to_port(q)), qual_to_port(q));
+    ASSERT_EQ(peer().listen(l, 1), 0);
+    sockaddr_in sa{};
+    node_to_sockaddr(0, &sa);
+    ASSERT_EQ(ep_connect(ep_, (DAT_IA_ADDRESS_PTR)&sa, q, kWait, 2, (DAT_PVOID) "hi",
+                         DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
+              DAT_SUCCESS);
+    ASSERT_TRUE(peer_readable(l));
+    scif_portID from;
+    ASSERT_EQ(peer().accept(l, &from, &peer_, 0), 0);
+    MsgHdr h;
+    std::vector<uint8_t> body;
+    ASSERT_TRUE(peer_recv(peer_, &h, &body));
+    ASSERT_EQ(h.type, MSG_CONN_REQ);
+    ConnBody b;
+    std::vector<uint8_t> pd;
+    std::vector<MrInfo> mrs;
+    ASSERT_TRUE(parse_body(body, h.len, &b, &pd, &mrs));
+    EXPECT_EQ(b.qual, q);
+    EXPECT_EQ(std::string(pd.begin(), pd.end()), "hi");
+    EXPECT_EQ(ep_state(), DAT_EP_STATE_ACTIVE_CONNECTION_PENDING);
+
+    std::vector<uint8_t> rej = frame(MSG_CONN_REJECT, conn_body(0, "busy", 4, {}));
+    peer_send(peer_, rej.data(), rej.size());
+    EXPECT_EQ(next_conn_event(), DAT_CONNECTION_EVENT_PEER_REJECTED);
+    EXPECT_EQ(ep_state(), DAT_EP_STATE_DISCONNECTED);
+    peer().close(l);
+}
+
+} /* namespace */
