@@ -5,8 +5,8 @@
  * connection qualifier and sends CONN_REQ (private data and the regions it
  * offers); the passive side's progress thread accepts, reads CONN_REQ and
  * raises a connection request event; accept and reject answer with
- * CONN_ACCEPT / CONN_REJECT.  Here: ep_connect, ep_dup_connect,
- * ep_disconnect, PSP/RSP, CR accept/reject, and a lost connection.
+ * CONN_ACCEPT / CONN_REJECT.  Here: ep_connect, ep_dup_connect, PSP/RSP,
+ * CR accept/reject, and a lost connection (ep_disconnect is in dapl_ep.cpp).
  */
 #include "dapl_scif.h"
 #include "dapl_provider.h"

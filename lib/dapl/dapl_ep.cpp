@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * dapl_ep.cpp - endpoints: create (with or without an SRQ), query,
- * modify, reset, free, status, and dropping an EP's connection.
+ * modify, disconnect, reset, free, status, and dropping an EP's connection.
  */
 #include "dapl_scif.h"
 #include "dapl_provider.h"

@@ -22,7 +22,7 @@ namespace daplscif {
  */
 const DAT_PROVIDER *find_provider(const char *name);
 
-/* ---- IA and handles (dapl_scif.cpp) --------------------------------------- */
+/* ---- IA and handles (dapl_ia.cpp) ----------------------------------------- */
 
 DAT_RETURN DAT_API ia_open(const DAT_NAME_PTR name, DAT_COUNT qlen, DAT_EVD_HANDLE *async_evd,
                            DAT_IA_HANDLE *iap);
@@ -33,7 +33,7 @@ DAT_RETURN DAT_API set_consumer_context(DAT_HANDLE h, DAT_CONTEXT c);
 DAT_RETURN DAT_API get_consumer_context(DAT_HANDLE h, DAT_CONTEXT *c);
 DAT_RETURN DAT_API get_handle_type(DAT_HANDLE h, DAT_HANDLE_TYPE *t);
 
-/* ---- CNO (dapl_scif.cpp) -------------------------------------------------- */
+/* ---- CNO (dapl_evd.cpp) --------------------------------------------------- */
 
 DAT_RETURN DAT_API cno_create(DAT_IA_HANDLE h, DAT_OS_WAIT_PROXY_AGENT agent, DAT_CNO_HANDLE *out);
 DAT_RETURN DAT_API cno_fd_create(DAT_IA_HANDLE h, DAT_FD *fd, DAT_CNO_HANDLE *out);
@@ -43,7 +43,7 @@ DAT_RETURN DAT_API cno_free(DAT_CNO_HANDLE h);
 DAT_RETURN DAT_API cno_wait(DAT_CNO_HANDLE h, DAT_TIMEOUT timeout, DAT_EVD_HANDLE *evd);
 DAT_RETURN DAT_API cno_trigger(DAT_CNO_HANDLE h, DAT_EVD_HANDLE *evd);
 
-/* ---- EVD (dapl_scif.cpp) -------------------------------------------------- */
+/* ---- EVD (dapl_evd.cpp) --------------------------------------------------- */
 
 DAT_RETURN DAT_API evd_create(DAT_IA_HANDLE h, DAT_COUNT qlen, DAT_CNO_HANDLE cnoh,
                               DAT_EVD_FLAGS flags, DAT_EVD_HANDLE *out);
@@ -60,7 +60,7 @@ DAT_RETURN DAT_API evd_post_se(DAT_EVD_HANDLE h, const DAT_EVENT *ev);
 DAT_RETURN DAT_API evd_dequeue(DAT_EVD_HANDLE h, DAT_EVENT *ev);
 DAT_RETURN DAT_API evd_free(DAT_EVD_HANDLE h);
 
-/* ---- memory: PZ, LMR, RMR, SRQ (dapl_scif.cpp) ---------------------------- */
+/* ---- memory: PZ, LMR, RMR, SRQ (dapl_mem.cpp) ----------------------------- */
 
 DAT_RETURN DAT_API pz_create(DAT_IA_HANDLE h, DAT_PZ_HANDLE *out);
 DAT_RETURN DAT_API pz_query(DAT_PZ_HANDLE h, DAT_PZ_PARAM_MASK mask, DAT_PZ_PARAM *p);
@@ -88,7 +88,7 @@ DAT_RETURN DAT_API srq_query(DAT_SRQ_HANDLE h, DAT_SRQ_PARAM_MASK mask, DAT_SRQ_
 DAT_RETURN DAT_API srq_resize(DAT_SRQ_HANDLE h, DAT_COUNT n);
 DAT_RETURN DAT_API srq_set_lw(DAT_SRQ_HANDLE h, DAT_COUNT lw);
 
-/* ---- EP (dapl_conn.cpp) --------------------------------------------------- */
+/* ---- EP (dapl_ep.cpp) ----------------------------------------------------- */
 
 DAT_RETURN DAT_API ep_create(DAT_IA_HANDLE ia, DAT_PZ_HANDLE pz, DAT_EVD_HANDLE recv_evd,
                              DAT_EVD_HANDLE req_evd, DAT_EVD_HANDLE conn_evd,
@@ -105,15 +105,15 @@ DAT_RETURN DAT_API ep_get_status(DAT_EP_HANDLE h, DAT_EP_STATE *st, DAT_BOOLEAN 
                                  DAT_BOOLEAN *req_idle);
 DAT_RETURN DAT_API ep_recv_query(DAT_EP_HANDLE h, DAT_COUNT *nbufs, DAT_COUNT *span);
 DAT_RETURN DAT_API ep_set_watermark(DAT_EP_HANDLE h, DAT_COUNT soft, DAT_COUNT hard);
+DAT_RETURN DAT_API ep_disconnect(DAT_EP_HANDLE h, DAT_CLOSE_FLAGS flags);
 
-/* ---- connection management: EP connect, PSP, RSP, CR (dapl_conn.cpp) ------ */
+/* ---- connection management: EP connect, PSP, RSP, CR (dapl_cm.cpp) -------- */
 
 DAT_RETURN DAT_API ep_connect(DAT_EP_HANDLE h, DAT_IA_ADDRESS_PTR addr, DAT_CONN_QUAL qual,
                               DAT_TIMEOUT timeout, DAT_COUNT plen, const DAT_PVOID pdata,
                               DAT_QOS qos, DAT_CONNECT_FLAGS flags);
 DAT_RETURN DAT_API ep_dup_connect(DAT_EP_HANDLE h, DAT_EP_HANDLE dup, DAT_TIMEOUT timeout,
                                   DAT_COUNT plen, const DAT_PVOID pdata, DAT_QOS qos);
-DAT_RETURN DAT_API ep_disconnect(DAT_EP_HANDLE h, DAT_CLOSE_FLAGS flags);
 DAT_RETURN DAT_API psp_create(DAT_IA_HANDLE h, DAT_CONN_QUAL qual, DAT_EVD_HANDLE evd,
                               DAT_PSP_FLAGS flags, DAT_PSP_HANDLE *out);
 DAT_RETURN DAT_API psp_create_any(DAT_IA_HANDLE h, DAT_CONN_QUAL *qual, DAT_EVD_HANDLE evd,
@@ -129,7 +129,7 @@ DAT_RETURN DAT_API cr_accept(DAT_CR_HANDLE h, DAT_EP_HANDLE eph, DAT_COUNT plen,
                              const DAT_PVOID pdata);
 DAT_RETURN DAT_API cr_reject(DAT_CR_HANDLE h, DAT_COUNT plen, const DAT_PVOID pdata);
 
-/* ---- DTOs (dapl_conn.cpp) ------------------------------------------------- */
+/* ---- DTOs (dapl_dto.cpp) -------------------------------------------------- */
 
 DAT_RETURN DAT_API ep_post_send(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
                                 DAT_DTO_COOKIE cookie, DAT_COMPLETION_FLAGS flags);
