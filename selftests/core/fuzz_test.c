@@ -11,7 +11,7 @@
  * pairs in a loop).  mmap() of the device goes through the same mutations.
  *
  * Bounds (both apply; the first reached ends the run):
- *   SCIF_FUZZ_CALLS    total calls (default 100000; >= 1000000 for a long run)
+ *   SCIF_FUZZ_CALLS    total calls (default 300000; >= 1000000 for a long run)
  *   SCIF_FUZZ_SECONDS  wall time (default 60)
  *   SCIF_FUZZ_THREADS  fuzzing threads (default 4)
  *   SCIF_FUZZ_SEED     seed (default: from the clock); always printed.  Each
@@ -784,7 +784,7 @@ int main(void) {
         return ksft_exit_skip_all("/dev/scif missing: scif module not loaded");
     if (!seed)
         seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20);
-    max_calls = env_u64("SCIF_FUZZ_CALLS", 100000);
+    max_calls = env_u64("SCIF_FUZZ_CALLS", 300000);
     if (nthreads < 1 || nthreads > MAX_THREADS)
         nthreads = 4;
     peer = max_node() >= 1 ? 1 : 0;
