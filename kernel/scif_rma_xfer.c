@@ -550,7 +550,7 @@ long scif_fence_wait_ioctl(struct scif_endpt *ep, int mark)
 {
 	struct scif_rma_ep *rma = scif_ep_rma(ep), *t;
 	struct scif_endpt *peer;
-	u64 seq;
+	u64 seq, back;
 	int err;
 
 	if (mark < 0)
@@ -559,8 +559,15 @@ long scif_fence_wait_ioctl(struct scif_endpt *ep, int mark)
 	if (err)
 		return err;
 	spin_lock(&t->fence_lock);
-	/* Rebuild the 64-bit sequence from its low 30 bits (<= issued). */
-	seq = t->issued - ((t->issued - (u64)mark) & SCIF_MARK_SEQ_MASK);
+	/*
+	 * Rebuild the 64-bit sequence from its low 30 bits (<= issued).  A
+	 * mark further back than the first RMA (one never handed out, e.g.
+	 * above the last mark while fewer than 2^30 RMAs were issued) covers
+	 * nothing: like a mark whose RMAs are long done, it returns at once
+	 * instead of waiting for a sequence that the wrap made huge.
+	 */
+	back = (t->issued - (u64)mark) & SCIF_MARK_SEQ_MASK;
+	seq = back > t->issued ? 0 : t->issued - back;
 	spin_unlock(&t->fence_lock);
 
 	/* Waiting again on the same mark is harmless: restartable. */

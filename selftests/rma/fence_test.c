@@ -160,6 +160,30 @@ static int t_marks(void)
 	return KSFT_PASS;
 }
 
+/*
+ * A mark that was never handed out (above the last one, or any value on an
+ * endpoint that has issued nothing) covers no RMA: the wait returns at once,
+ * for both sides' marks.  It used to wait forever: the sequence rebuilt from
+ * the mark wrapped below zero.
+ */
+static int t_mark_never_issued(void)
+{
+	static const int marks[] = { 1, 2, 1000, 0x3fffffff, 0x40000005, 0x7fffffff };
+	struct fx f;
+	size_t i;
+	int m;
+
+	REQ(setup(&f, 0, 0) == 0);
+	for (i = 0; i < ARRAY_SIZE(marks); i++)
+		REQ(scif_fence_wait(f.cli, marks[i]) == 0);
+	REQ(scif_vwriteto(f.cli, f.lwin, 64, WOFF, SCIF_RMA_SYNC) == 0);
+	REQ(scif_fence_mark(f.cli, SCIF_FENCE_INIT_SELF, &m) == 0);
+	REQ(scif_fence_wait(f.cli, m + 5) == 0);
+	for (i = 0; i < ARRAY_SIZE(marks); i++)
+		REQ(scif_fence_wait(f.srv, marks[i]) == 0);
+	return KSFT_PASS;
+}
+
 static const struct scif_test tests[] = {
 	{ "signal never visible before its data (CPU)", t_signal_cpu, 0 },
 	{ "signal never visible before its data (loopback, default flags)", t_signal_dma, 0 },
@@ -167,6 +191,7 @@ static const struct scif_test tests[] = {
 	{ "INIT_PEER mark and signal cover the peer's transfers", t_mark_peer, 0 },
 	{ "SCIF_RMA_ORDERED: last cache line lands last", t_ordered, 0 },
 	{ "marks are distinct and waiting on old marks returns", t_marks, 0 },
+	{ "waiting on a mark never handed out returns at once", t_mark_never_issued, 30 },
 };
 
 int main(int argc, char **argv)

@@ -12,6 +12,7 @@ RMA_PROGS = \
 	rma/limits_test \
 	rma/mmap_test \
 	rma/signal_test \
+	rma/soak_test \
 	rma/teardown_test
 noinst_PROGRAMS += $(RMA_PROGS)
 noinst_HEADERS += rma/rma_test.h
@@ -35,5 +36,7 @@ rma_mmap_test_SOURCES = rma/mmap_test.c
 rma_mmap_test_LDADD = $(SELFTEST_LDADD)
 rma_signal_test_SOURCES = rma/signal_test.c
 rma_signal_test_LDADD = $(SELFTEST_LDADD)
+rma_soak_test_SOURCES = rma/soak_test.c
+rma_soak_test_LDADD = $(SELFTEST_LDADD)
 rma_teardown_test_SOURCES = rma/teardown_test.c
 rma_teardown_test_LDADD = $(SELFTEST_LDADD)

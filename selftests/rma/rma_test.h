@@ -146,6 +146,52 @@ static inline int rma_counters_zero(void)
 }
 
 /* "key value" line of the rma_dma debugfs file, or -1. */
+static inline long long dbg_dma_value(const char *key);
+
+/* Endpoints the module has (first line of debugfs endpoints), or -1. */
+static inline long long dbg_endpoints(void)
+{
+	long long n = -1;
+	FILE *f = fopen(DBG_DIR "/endpoints", "r");
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "endpoints: %lld", &n) != 1)
+		n = -1;
+	fclose(f);
+	return n;
+}
+
+/*
+ * KSFT_PASS once the module holds nothing: no endpoint (waited for up to
+ * ~20 s), the RMA counters of rma_counters_zero() and no queued DMA batch;
+ * else KSFT_FAIL with the values.  For the end of a program that closed
+ * everything it opened (nothing else may run meanwhile).
+ */
+static inline int all_counters_zero(void)
+{
+	long long ep = dbg_endpoints(), b;
+	int i;
+
+	for (i = 0; i < 2000 && ep > 0; i++) {
+		sleep_ms(10);
+		ep = dbg_endpoints();
+	}
+	if (ep != 0) {
+		diag("endpoints left: %lld", ep);
+		return KSFT_FAIL;
+	}
+	if (rma_counters_zero() != KSFT_PASS)
+		return KSFT_FAIL;
+	b = dbg_dma_value("batches");
+	if (b > 0) {
+		diag("DMA batches still queued: %lld", b);
+		return KSFT_FAIL;
+	}
+	return KSFT_PASS;
+}
+
+/* "key value" line of the rma_dma debugfs file, or -1. */
 static inline long long dbg_dma_value(const char *key)
 {
 	char line[128], k[64];
