@@ -169,19 +169,19 @@ static void undo_register(void *p) {
 static int do_vreadfrom(void *p) {
     struct rctx *c = p;
 
-    return scif_vreadfrom(c->cli, c->buf, 8 * PAGE, 0x200000, 0);
+    return scif_vreadfrom(c->cli, c->buf, 8 * PAGE, 0x200000, SCIF_RMA_SYNC);
 }
 
 static int do_vwriteto(void *p) {
     struct rctx *c = p;
 
-    return scif_vwriteto(c->cli, c->buf, 8 * PAGE, 0x200000, 0);
+    return scif_vwriteto(c->cli, c->buf, 8 * PAGE, 0x200000, SCIF_RMA_SYNC);
 }
 
 static int do_readfrom(void *p) {
     struct rctx *c = p;
 
-    return scif_readfrom(c->cli, 0x100000, 8 * PAGE, 0x200000, 0);
+    return scif_readfrom(c->cli, 0x100000, 8 * PAGE, 0x200000, SCIF_RMA_SYNC);
 }
 
 static int do_open_close(void *p) {
