@@ -6,6 +6,7 @@ RMA_PROGS = \
 	rma/data_test \
 	rma/dma_test \
 	rma/errno_test \
+	rma/failnth_test \
 	rma/fence_test \
 	rma/filemap_test \
 	rma/fork_test \
@@ -24,6 +25,8 @@ rma_dma_test_SOURCES = rma/dma_test.c
 rma_dma_test_LDADD = $(SELFTEST_LDADD)
 rma_errno_test_SOURCES = rma/errno_test.c
 rma_errno_test_LDADD = $(SELFTEST_LDADD)
+rma_failnth_test_SOURCES = rma/failnth_test.c
+rma_failnth_test_LDADD = $(SELFTEST_LDADD)
 rma_fence_test_SOURCES = rma/fence_test.c
 rma_fence_test_LDADD = $(SELFTEST_LDADD)
 rma_filemap_test_SOURCES = rma/filemap_test.c
