@@ -6,6 +6,9 @@
  * Linux 4.4-5.9 driver): every name, type and constant keeps its historical
  * spelling and value.  Every call returns -1 (or the matching *_FAILED value)
  * and sets errno on failure; see the scif_*(3) man pages.
+ *
+ * Self-contained on purpose: the flag and port values below equal the
+ * SCIF_ABI_* values of scif_ioctl.h, which libscif checks when it is built.
  */
 #ifndef SCIF_H
 #define SCIF_H

@@ -99,6 +99,48 @@ struct scifioctl_node_ids {
 	__s32 len;
 };
 
+/*
+ * Flag and port values of the ABI.  These are the values scif.h gives the
+ * names without the ABI_ infix (SCIF_ABI_PROT_READ is SCIF_PROT_READ, and
+ * so on); scif.h stays self-contained for programs written against Intel's
+ * header, and libscif checks at build time that both agree.  The kernel
+ * module uses only these.
+ */
+
+/* scif_accept(3) flags */
+#define SCIF_ABI_ACCEPT_SYNC		1
+/* scif_send(3) / scif_recv(3) flags */
+#define SCIF_ABI_SEND_BLOCK		1
+#define SCIF_ABI_RECV_BLOCK		1
+
+/* Ports below this need CAP_SYS_ADMIN to bind. */
+#define SCIF_ABI_ADMIN_PORT_END		1024
+/* Ports below this are never handed out by scif_bind(epd, 0). */
+#define SCIF_ABI_PORT_RSVD		1088
+
+/* scif_register(3) / scif_mmap(3) prot_flags */
+#define SCIF_ABI_PROT_READ		(1 << 0)
+#define SCIF_ABI_PROT_WRITE		(1 << 1)
+
+/* scif_register(3) / scif_mmap(3) map_flags; MAP_KERNEL is EINVAL here */
+#define SCIF_ABI_MAP_FIXED		0x10
+#define SCIF_ABI_MAP_KERNEL		0x20
+
+/* scif_fence_mark(3) / scif_fence_signal(3) flags */
+#define SCIF_ABI_FENCE_INIT_SELF	(1 << 0)
+#define SCIF_ABI_FENCE_INIT_PEER	(1 << 1)
+#define SCIF_ABI_SIGNAL_LOCAL		(1 << 4)
+#define SCIF_ABI_SIGNAL_REMOTE		(1 << 5)
+/* Intel's RAS fence flags: kernel clients only, EINVAL here */
+#define SCIF_ABI_FENCE_RAS_SELF		(1 << 2)
+#define SCIF_ABI_FENCE_RAS_PEER		(1 << 3)
+
+/* scif_readfrom(3) and the other RMA calls: rma_flags */
+#define SCIF_ABI_RMA_USECPU		(1 << 0)
+#define SCIF_ABI_RMA_USECACHE		(1 << 1)
+#define SCIF_ABI_RMA_SYNC		(1 << 2)
+#define SCIF_ABI_RMA_ORDERED		(1 << 3)
+
 #define SCIF_BIND		_IOWR('s', 1, __u64)
 #define SCIF_LISTEN		_IOW('s', 2, __s32)
 #define SCIF_CONNECT		_IOWR('s', 3, struct scifioctl_connect)

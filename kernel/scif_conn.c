@@ -386,7 +386,7 @@ int scif_accept_req(struct scif_endpt *lep, struct scifioctl_accept *acc)
 	u64 handle;
 	int ret;
 
-	if (acc->flags & ~SCIF_ACCEPT_SYNC)
+	if (acc->flags & ~SCIF_ABI_ACCEPT_SYNC)
 		return -EINVAL;
 	for (;;) {
 		spin_lock(&lep->lock);
@@ -405,7 +405,7 @@ int scif_accept_req(struct scif_endpt *lep, struct scifioctl_accept *acc)
 			break;
 		if (!READ_ONCE(lep->node->online))
 			return -ENODEV;
-		if (!(acc->flags & SCIF_ACCEPT_SYNC))
+		if (!(acc->flags & SCIF_ABI_ACCEPT_SYNC))
 			return -EAGAIN;
 		ret = wait_event_interruptible(lep->wq,
 			!list_empty_careful(&lep->pending) ||

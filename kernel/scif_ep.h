@@ -49,14 +49,8 @@
 
 #define SCIF_MAX_EMU_NODES	16
 #define SCIF_MAX_NODES		(SCIF_MAX_EMU_NODES + 1)
-#define SCIF_ADMIN_PORT_END	1024
-#define SCIF_PORT_RSVD		1088
 #define SCIF_PORT_MAX		65535
 #define SCIF_BACKLOG_MAX	65536
-
-#define SCIF_ACCEPT_SYNC	1
-#define SCIF_SEND_BLOCK		1
-#define SCIF_RECV_BLOCK		1
 
 struct scif_transport_ops;
 

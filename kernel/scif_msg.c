@@ -73,14 +73,14 @@ static enum scif_ep_state scif_ep_state_locked(struct scif_endpt *ep)
 long scif_send(struct scif_endpt *ep, struct scifioctl_msg *m)
 {
 	const void __user *ubuf = u64_to_user_ptr(m->msg);
-	bool block = m->flags & SCIF_SEND_BLOCK;
+	bool block = m->flags & SCIF_ABI_SEND_BLOCK;
 	struct scif_endpt *peer;
 	size_t len, sent = 0;
 	ssize_t n;
 	long ret;
 
 	m->out_len = 0;
-	if (m->len < 0 || (m->flags & ~SCIF_SEND_BLOCK))
+	if (m->len < 0 || (m->flags & ~SCIF_ABI_SEND_BLOCK))
 		return -EINVAL;
 	len = m->len;
 	ret = scif_ep_get_peer(ep, &peer);
@@ -149,14 +149,14 @@ static void scif_recv_notify(struct scif_endpt *ep)
 long scif_recv(struct scif_endpt *ep, struct scifioctl_msg *m)
 {
 	void __user *ubuf = u64_to_user_ptr(m->msg);
-	bool block = m->flags & SCIF_RECV_BLOCK;
+	bool block = m->flags & SCIF_ABI_RECV_BLOCK;
 	enum scif_ep_state st;
 	size_t len, got = 0;
 	ssize_t n;
 	long ret = 0;
 
 	m->out_len = 0;
-	if (m->len < 0 || (m->flags & ~SCIF_RECV_BLOCK))
+	if (m->len < 0 || (m->flags & ~SCIF_ABI_RECV_BLOCK))
 		return -EINVAL;
 	len = m->len;
 	st = scif_ep_state_locked(ep);

@@ -30,7 +30,7 @@ int scif_port_bind(struct scif_endpt *ep, u16 pn)
 	default:
 		return -EISCONN;
 	}
-	if (pn && pn < SCIF_ADMIN_PORT_END && !capable(CAP_SYS_ADMIN))
+	if (pn && pn < SCIF_ABI_ADMIN_PORT_END && !capable(CAP_SYS_ADMIN))
 		return -EACCES;
 
 	if (pn) {
@@ -40,10 +40,11 @@ int scif_port_bind(struct scif_endpt *ep, u16 pn)
 			return -EADDRINUSE;
 	} else {
 		xa_lock(&node->ports);
-		if (node->port_next < SCIF_PORT_RSVD)
-			node->port_next = SCIF_PORT_RSVD;
+		if (node->port_next < SCIF_ABI_PORT_RSVD)
+			node->port_next = SCIF_ABI_PORT_RSVD;
 		err = __xa_alloc_cyclic(&node->ports, &port, ep,
-					XA_LIMIT(SCIF_PORT_RSVD, SCIF_PORT_MAX),
+					XA_LIMIT(SCIF_ABI_PORT_RSVD,
+						 SCIF_PORT_MAX),
 					&node->port_next, GFP_KERNEL);
 		xa_unlock(&node->ports);
 		if (err == -EBUSY)

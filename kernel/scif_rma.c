@@ -19,11 +19,6 @@
 #include <scif_ioctl.h>
 #include "scif_rma_priv.h"
 
-/* Values of scif.h, which is a user space header. */
-#define SCIF_PROT_READ		(1 << 0)
-#define SCIF_PROT_WRITE		(1 << 1)
-#define SCIF_MAP_FIXED		0x10
-
 atomic_long_t scif_rma_pinned_pages = ATOMIC_LONG_INIT(0);
 atomic_t scif_rma_inflight = ATOMIC_INIT(0);
 atomic_t scif_rma_nwindows = ATOMIC_INIT(0);
@@ -357,15 +352,15 @@ static long scif_rma_register(struct scif_endpt *ep, struct scif_rma_ep *rma,
 
 	if (copy_from_user(&reg, uarg, sizeof(reg)))
 		return -EFAULT;
-	if (reg.flags & ~SCIF_MAP_FIXED)
+	if (reg.flags & ~SCIF_ABI_MAP_FIXED)
 		return -EINVAL;	/* includes SCIF_MAP_KERNEL from user space */
-	if (reg.prot & ~(SCIF_PROT_READ | SCIF_PROT_WRITE))
+	if (reg.prot & ~(SCIF_ABI_PROT_READ | SCIF_ABI_PROT_WRITE))
 		return -EINVAL;
 	if (!reg.len || !PAGE_ALIGNED(reg.len) || !PAGE_ALIGNED(reg.addr))
 		return -EINVAL;
 	if (reg.len > SCIF_RMA_OFF_LIMIT || reg.addr + reg.len < reg.addr)
 		return -EINVAL;
-	if (reg.flags & SCIF_MAP_FIXED) {
+	if (reg.flags & SCIF_ABI_MAP_FIXED) {
 		if (reg.offset < 0 || !PAGE_ALIGNED(reg.offset) ||
 		    reg.len > SCIF_RMA_OFF_LIMIT - (u64)reg.offset)
 			return -EINVAL;
@@ -384,7 +379,7 @@ static long scif_rma_register(struct scif_endpt *ep, struct scif_rma_ep *rma,
 	win->len = reg.len;
 	win->npages = reg.len >> PAGE_SHIFT;
 	win->prot = reg.prot;
-	win->dirty = reg.prot & SCIF_PROT_WRITE;
+	win->dirty = reg.prot & SCIF_ABI_PROT_WRITE;
 	/*
 	 * Charge RLIMIT_MEMLOCK before anything is sized by reg.len, so that
 	 * an over-limit request cannot make us allocate a huge page array.
@@ -409,7 +404,7 @@ static long scif_rma_register(struct scif_endpt *ep, struct scif_rma_ep *rma,
 	 */
 	gup = FOLL_LONGTERM | FOLL_WRITE;
 	err = scif_pin_user(reg.addr, win->npages, gup, win->pages);
-	if (err == -EFAULT && !(reg.prot & SCIF_PROT_WRITE))
+	if (err == -EFAULT && !(reg.prot & SCIF_ABI_PROT_WRITE))
 		err = scif_pin_user(reg.addr, win->npages, FOLL_LONGTERM,
 				    win->pages);
 	if (err)
@@ -419,7 +414,7 @@ static long scif_rma_register(struct scif_endpt *ep, struct scif_rma_ep *rma,
 	down_write(&rma->win_lock);
 	if (rma->dead) {
 		err = -ECONNRESET;
-	} else if (reg.flags & SCIF_MAP_FIXED) {
+	} else if (reg.flags & SCIF_ABI_MAP_FIXED) {
 		off = reg.offset;
 		if (!scif_range_free(rma, off, reg.len))
 			err = -EADDRINUSE;

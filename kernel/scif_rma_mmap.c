@@ -16,10 +16,8 @@
 #include <linux/overflow.h>
 #include <linux/slab.h>
 #include <linux/version.h>
+#include <scif_ioctl.h>
 #include "scif_rma_priv.h"
-
-#define SCIF_PROT_READ		(1 << 0)
-#define SCIF_PROT_WRITE		(1 << 1)
 
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
 static void scif_vma_flags(struct vm_area_struct *vma, unsigned long set,
@@ -112,8 +110,8 @@ static const struct vm_operations_struct scif_vm_ops = {
 /* SCIF_PROT_* a window needs for the access @vma allows. */
 static int scif_vma_prot(struct vm_area_struct *vma)
 {
-	return ((vma->vm_flags & VM_READ) ? SCIF_PROT_READ : 0) |
-	       ((vma->vm_flags & VM_WRITE) ? SCIF_PROT_WRITE : 0);
+	return ((vma->vm_flags & VM_READ) ? SCIF_ABI_PROT_READ : 0) |
+	       ((vma->vm_flags & VM_WRITE) ? SCIF_ABI_PROT_WRITE : 0);
 }
 
 /*
@@ -130,10 +128,10 @@ static int scif_mmap_ctx_new(struct scif_rma_ep *owner, u64 off, u64 len,
 	struct scif_window *w;
 	u64 cur, end = off + len;
 	unsigned int n = 0, i;
-	int prot = SCIF_PROT_READ | SCIF_PROT_WRITE;
+	int prot = SCIF_ABI_PROT_READ | SCIF_ABI_PROT_WRITE;
 	int err = 0;
 
-	need |= SCIF_PROT_READ;
+	need |= SCIF_ABI_PROT_READ;
 	down_write(&owner->win_lock);
 	/* Count and check first: nothing is sized by @len before that. */
 	for (cur = off; cur < end; cur = w->offset + w->len) {
@@ -181,7 +179,7 @@ int scif_rma_mmap(struct scif_endpt *ep, struct vm_area_struct *vma)
 	struct scif_endpt *peer;
 	struct scif_rma_ep *owner;
 	unsigned int i;
-	int prot = SCIF_PROT_READ | SCIF_PROT_WRITE;
+	int prot = SCIF_ABI_PROT_READ | SCIF_ABI_PROT_WRITE;
 	int err;
 
 	if (!(vma->vm_flags & VM_SHARED) || (vma->vm_flags & VM_EXEC))
@@ -204,7 +202,7 @@ int scif_rma_mmap(struct scif_endpt *ep, struct vm_area_struct *vma)
 	/* Never more than the windows allow, also not through mprotect. */
 	for (i = 0; i < ctx->nwins; i++)
 		prot &= ctx->wins[i]->prot;
-	if (!(prot & SCIF_PROT_WRITE))
+	if (!(prot & SCIF_ABI_PROT_WRITE))
 		clear |= VM_MAYWRITE;
 	scif_vma_flags(vma, VM_PFNMAP | VM_IO | VM_DONTEXPAND | VM_DONTDUMP |
 		       VM_DONTCOPY, clear);

@@ -22,18 +22,8 @@
 #include <scif_ioctl.h>
 #include "scif_rma_priv.h"
 
-#define SCIF_PROT_READ		(1 << 0)
-#define SCIF_PROT_WRITE		(1 << 1)
-#define SCIF_FENCE_INIT_SELF	(1 << 0)
-#define SCIF_FENCE_INIT_PEER	(1 << 1)
-#define SCIF_SIGNAL_LOCAL	(1 << 4)
-#define SCIF_SIGNAL_REMOTE	(1 << 5)
-#define SCIF_RMA_USECPU		(1 << 0)
-#define SCIF_RMA_USECACHE	(1 << 1)
-#define SCIF_RMA_SYNC		(1 << 2)
-#define SCIF_RMA_ORDERED	(1 << 3)
-#define SCIF_RMA_FLAGS		(SCIF_RMA_USECPU | SCIF_RMA_USECACHE | \
-				 SCIF_RMA_SYNC | SCIF_RMA_ORDERED)
+#define SCIF_RMA_FLAGS	(SCIF_ABI_RMA_USECPU | SCIF_ABI_RMA_USECACHE | \
+			 SCIF_ABI_RMA_SYNC | SCIF_ABI_RMA_ORDERED)
 
 /*
  * Asynchronous transfers an endpoint may have queued; a further one waits
@@ -228,7 +218,7 @@ static int scif_xfer_run(struct scif_xfer *x)
 	size_t tail = x->len;
 	int err;
 
-	if (x->flags & SCIF_RMA_ORDERED) {
+	if (x->flags & SCIF_ABI_RMA_ORDERED) {
 		/* Start of the last (partial) cache line of the source. */
 		size_t last = ALIGN_DOWN(x->src.first_off + x->len - 1,
 					 SCIF_RMA_CACHELINE);
@@ -345,7 +335,7 @@ static int scif_xfer_user(struct scif_xfer *x, u64 addr, size_t len,
 	npages = ((addr & ~PAGE_MASK) + len + PAGE_SIZE - 1) >> PAGE_SHIFT;
 	pv->first_off = addr & ~PAGE_MASK;
 
-	if (x->flags & SCIF_RMA_USECACHE) {
+	if (x->flags & SCIF_ABI_RMA_USECACHE) {
 		x->rce = scif_rcache_get(x->rma, start, npages, write);
 		if (x->rce) {
 			pv->pages = x->rce->pages +
@@ -416,9 +406,9 @@ long scif_rma_copy_ioctl(struct scif_endpt *ep, unsigned int cmd,
 		goto fail;
 	}
 	/* Loopback within a node is a CPU copy, as in Intel's driver. */
-	x->dma = !(c.flags & SCIF_RMA_USECPU) && c.len >= SCIF_DMA_MIN &&
+	x->dma = !(c.flags & SCIF_ABI_RMA_USECPU) && c.len >= SCIF_DMA_MIN &&
 		 scif_ep_node(ep) != scif_ep_node(peer) && scif_dma_available();
-	async = x->dma && !(c.flags & SCIF_RMA_SYNC);
+	async = x->dma && !(c.flags & SCIF_ABI_RMA_SYNC);
 	/* Nothing done yet: a signal restarts the call (SA_RESTART). */
 	if (async &&
 	    wait_event_interruptible(x->rma->fence_wq, scif_slot_take(x))) {
@@ -429,28 +419,28 @@ long scif_rma_copy_ioctl(struct scif_endpt *ep, unsigned int cmd,
 	switch (cmd) {
 	case SCIF_READFROM:
 		err = scif_rma_gather(x->peer_rma, c.roffset, c.len,
-				      SCIF_PROT_READ, x, &x->src);
+				      SCIF_ABI_PROT_READ, x, &x->src);
 		if (!err)
 			err = scif_rma_gather(x->rma, c.loffset, c.len,
-					      SCIF_PROT_WRITE, x, &x->dst);
+					      SCIF_ABI_PROT_WRITE, x, &x->dst);
 		break;
 	case SCIF_WRITETO:
 		err = scif_rma_gather(x->peer_rma, c.roffset, c.len,
-				      SCIF_PROT_WRITE, x, &x->dst);
+				      SCIF_ABI_PROT_WRITE, x, &x->dst);
 		if (!err)
 			err = scif_rma_gather(x->rma, c.loffset, c.len,
-					      SCIF_PROT_READ, x, &x->src);
+					      SCIF_ABI_PROT_READ, x, &x->src);
 		break;
 	case SCIF_VREADFROM:
 		err = scif_rma_gather(x->peer_rma, c.roffset, c.len,
-				      SCIF_PROT_READ, x, &x->src);
+				      SCIF_ABI_PROT_READ, x, &x->src);
 		if (!err)
 			err = scif_xfer_user(x, c.addr, c.len, true, async,
 					     &x->dst);
 		break;
 	default: /* SCIF_VWRITETO */
 		err = scif_rma_gather(x->peer_rma, c.roffset, c.len,
-				      SCIF_PROT_WRITE, x, &x->dst);
+				      SCIF_ABI_PROT_WRITE, x, &x->dst);
 		if (!err)
 			err = scif_xfer_user(x, c.addr, c.len, false, async,
 					     &x->src);
@@ -527,10 +517,10 @@ long scif_fence_mark_ioctl(struct scif_endpt *ep, void __user *uarg)
 
 	if (copy_from_user(&fm, uarg, sizeof(fm)))
 		return -EFAULT;
-	if (fm.flags != SCIF_FENCE_INIT_SELF &&
-	    fm.flags != SCIF_FENCE_INIT_PEER)
+	if (fm.flags != SCIF_ABI_FENCE_INIT_SELF &&
+	    fm.flags != SCIF_ABI_FENCE_INIT_PEER)
 		return -EINVAL;
-	peer_side = fm.flags == SCIF_FENCE_INIT_PEER;
+	peer_side = fm.flags == SCIF_ABI_FENCE_INIT_PEER;
 	err = scif_fence_target(ep, peer_side, &peer, &t);
 	if (err)
 		return err;
@@ -604,7 +594,7 @@ static int scif_sig_new(struct scif_rma_ep *rma, s64 off, u64 val,
 	w = scif_window_lookup(rma, off);
 	if (!w)
 		err = -ENXIO;
-	else if (!(w->prot & SCIF_PROT_WRITE))
+	else if (!(w->prot & SCIF_ABI_PROT_WRITE))
 		err = -EACCES;
 	else
 		kref_get(&w->ref);
@@ -633,36 +623,37 @@ long scif_fence_signal_ioctl(struct scif_endpt *ep, void __user *uarg)
 
 	if (copy_from_user(&fs, uarg, sizeof(fs)))
 		return -EFAULT;
-	init = fs.flags & (SCIF_FENCE_INIT_SELF | SCIF_FENCE_INIT_PEER);
-	if (fs.flags & ~(SCIF_FENCE_INIT_SELF | SCIF_FENCE_INIT_PEER |
-			 SCIF_SIGNAL_LOCAL | SCIF_SIGNAL_REMOTE))
+	init = fs.flags & (SCIF_ABI_FENCE_INIT_SELF | SCIF_ABI_FENCE_INIT_PEER);
+	if (fs.flags & ~(SCIF_ABI_FENCE_INIT_SELF | SCIF_ABI_FENCE_INIT_PEER |
+			 SCIF_ABI_SIGNAL_LOCAL | SCIF_ABI_SIGNAL_REMOTE))
 		return -EINVAL;
-	if (init != SCIF_FENCE_INIT_SELF && init != SCIF_FENCE_INIT_PEER)
+	if (init != SCIF_ABI_FENCE_INIT_SELF &&
+	    init != SCIF_ABI_FENCE_INIT_PEER)
 		return -EINVAL;
-	if (!(fs.flags & (SCIF_SIGNAL_LOCAL | SCIF_SIGNAL_REMOTE)))
+	if (!(fs.flags & (SCIF_ABI_SIGNAL_LOCAL | SCIF_ABI_SIGNAL_REMOTE)))
 		return -EINVAL;
-	if ((fs.flags & SCIF_SIGNAL_LOCAL) && (fs.loff & 7))
+	if ((fs.flags & SCIF_ABI_SIGNAL_LOCAL) && (fs.loff & 7))
 		return -EINVAL;
-	if ((fs.flags & SCIF_SIGNAL_REMOTE) && (fs.roff & 7))
+	if ((fs.flags & SCIF_ABI_SIGNAL_REMOTE) && (fs.roff & 7))
 		return -EINVAL;
 
 	/* Always hold the peer: remote signals need its windows. */
 	err = scif_ep_get_peer(ep, &peer);
 	if (err)
 		return err;
-	t = init == SCIF_FENCE_INIT_PEER ? scif_ep_rma(peer) : rma;
+	t = init == SCIF_ABI_FENCE_INIT_PEER ? scif_ep_rma(peer) : rma;
 	if (!t || !scif_ep_rma(peer)) {
 		err = -ECONNRESET;
 		goto out;
 	}
-	if (fs.flags & SCIF_SIGNAL_LOCAL) {
+	if (fs.flags & SCIF_ABI_SIGNAL_LOCAL) {
 		err = scif_sig_new(rma, fs.loff, fs.lval, &lsig);
 		if (err)
 			goto out;
 		list_add_tail(&lsig->link, &list);
 		n++;
 	}
-	if (fs.flags & SCIF_SIGNAL_REMOTE) {
+	if (fs.flags & SCIF_ABI_SIGNAL_REMOTE) {
 		err = scif_sig_new(scif_ep_rma(peer), fs.roff, fs.rval, &rsig);
 		if (err)
 			goto out;

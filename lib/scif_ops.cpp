@@ -32,6 +32,32 @@ static_assert(offsetof(scif_pollepd, epd) == offsetof(pollfd, fd), "scif_pollepd
 static_assert(offsetof(scif_pollepd, events) == offsetof(pollfd, events), "scif_pollepd.events");
 static_assert(offsetof(scif_pollepd, revents) == offsetof(pollfd, revents), "scif_pollepd.revents");
 
+// scif.h keeps its own copy of every flag and port value so that programs
+// written for Intel's header need nothing else; the kernel module uses the
+// uapi values of scif_ioctl.h.  Both must agree (as rdma-core checks its
+// verbs.h against the kernel headers).
+#define SCIF_ABI_SAME(name) static_assert(SCIF_##name == SCIF_ABI_##name, "scif.h SCIF_" #name)
+SCIF_ABI_SAME(ACCEPT_SYNC);
+SCIF_ABI_SAME(SEND_BLOCK);
+SCIF_ABI_SAME(RECV_BLOCK);
+SCIF_ABI_SAME(ADMIN_PORT_END);
+SCIF_ABI_SAME(PORT_RSVD);
+SCIF_ABI_SAME(PROT_READ);
+SCIF_ABI_SAME(PROT_WRITE);
+SCIF_ABI_SAME(MAP_FIXED);
+SCIF_ABI_SAME(MAP_KERNEL);
+SCIF_ABI_SAME(FENCE_INIT_SELF);
+SCIF_ABI_SAME(FENCE_INIT_PEER);
+SCIF_ABI_SAME(SIGNAL_LOCAL);
+SCIF_ABI_SAME(SIGNAL_REMOTE);
+SCIF_ABI_SAME(FENCE_RAS_SELF);
+SCIF_ABI_SAME(FENCE_RAS_PEER);
+SCIF_ABI_SAME(RMA_USECPU);
+SCIF_ABI_SAME(RMA_USECACHE);
+SCIF_ABI_SAME(RMA_SYNC);
+SCIF_ABI_SAME(RMA_ORDERED);
+#undef SCIF_ABI_SAME
+
 // The SCIF protection bits are defined independently of PROT_*; mmap_prot()
 // translates them, these only document that the translation is the identity
 // on Linux.
