@@ -60,7 +60,8 @@ static ssize_t scif_ring_read(struct scif_ring *r, void __user *buf,
 	return done;
 }
 
-static enum scif_ep_state scif_ep_state_locked(struct scif_endpt *ep)
+/* A snapshot of ep->state; takes ep->lock, so the caller must not hold it. */
+static enum scif_ep_state scif_ep_state_read(struct scif_endpt *ep)
 {
 	enum scif_ep_state st;
 
@@ -159,7 +160,7 @@ long scif_recv(struct scif_endpt *ep, struct scifioctl_msg *m)
 	if (m->len < 0 || (m->flags & ~SCIF_ABI_RECV_BLOCK))
 		return -EINVAL;
 	len = m->len;
-	st = scif_ep_state_locked(ep);
+	st = scif_ep_state_read(ep);
 	if (st != SCIFEP_CONNECTED && st != SCIFEP_DISCONNECTED)
 		return -ENOTCONN;
 	if (!len)
@@ -181,7 +182,7 @@ long scif_recv(struct scif_endpt *ep, struct scifioctl_msg *m)
 		if (got == len || (n && !block))
 			break;
 		/* the ring is empty (or was, a moment ago) */
-		if (scif_ep_state_locked(ep) != SCIFEP_CONNECTED) {
+		if (scif_ep_state_read(ep) != SCIFEP_CONNECTED) {
 			/* the lock above orders us after the peer's last data */
 			if (scif_ring_used(&ep->rx))
 				continue;
