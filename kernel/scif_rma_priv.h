@@ -97,7 +97,7 @@ struct scif_mmap_ctx {
  * A fence signal waiting for RMAs to complete: write val at page/off.
  * Lives on the pending list of the scif_rma_ep whose RMAs it watches,
  * protected by that structure's fence_lock; that list is sorted by seq
- * and holds at most SCIF_MAX_FENCE_SIGNALS (scif_rma_xfer.c) entries.
+ * and holds at most SCIF_MAX_FENCE_SIGNALS (scif_fence.c) entries.
  */
 struct scif_fence_sig {
 	struct list_head link;
@@ -240,6 +240,18 @@ struct scif_xfer {
 	struct scif_rcache_entry *rce;	/* or a cache entry */
 };
 
+/*
+ * The sequence up to which @rma's RMAs have all completed: the one before
+ * its oldest RMA in flight, else the last issued.  Under rma->fence_lock.
+ */
+static inline u64 scif_completed(struct scif_rma_ep *rma)
+{
+	struct scif_xfer *x;
+
+	x = list_first_entry_or_null(&rma->inflight, struct scif_xfer, link);
+	return x ? x->seq - 1 : rma->issued;
+}
+
 /* Global counters (debugfs). */
 extern atomic_long_t scif_rma_pinned_pages;
 extern atomic_t scif_rma_inflight;
@@ -261,13 +273,17 @@ int scif_xfer_add_window(struct scif_xfer *x, struct scif_window *win);
 /* scif_rma_xfer.c */
 long scif_rma_copy_ioctl(struct scif_endpt *ep, unsigned int cmd,
 			 void __user *uarg);
-long scif_fence_mark_ioctl(struct scif_endpt *ep, void __user *uarg);
-long scif_fence_wait_ioctl(struct scif_endpt *ep, int mark);
-long scif_fence_signal_ioctl(struct scif_endpt *ep, void __user *uarg);
-void scif_fence_release(struct scif_rma_ep *rma);
 void scif_xfer_ep_init(struct scif_rma_ep *rma);
 int scif_xfer_init(void);
 void scif_xfer_exit(void);
+
+/* scif_fence.c */
+long scif_fence_mark_ioctl(struct scif_endpt *ep, void __user *uarg);
+long scif_fence_wait_ioctl(struct scif_endpt *ep, int mark);
+long scif_fence_signal_ioctl(struct scif_endpt *ep, void __user *uarg);
+/* Write and free the signals on @list (taken off rma->signals; no lock). */
+void scif_fence_fire(struct list_head *list);
+void scif_fence_release(struct scif_rma_ep *rma);
 
 /* scif_rma_dma.c: the data movers */
 void scif_copy_cpu(struct scif_pgvec *dst, struct scif_pgvec *src,
