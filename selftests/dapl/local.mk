@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # Selftests of the dapl area, included by selftests/Makefile.am (see the
-# conventions there).  Owned by the dapl engineer.
+# conventions there).  Maintainers: MAINTAINERS.
 #
 #   dapl/provider_test   provider behaviour through the DAT registry (C,
 #                        dat2/udat.h, linked with -ldat: the linker script

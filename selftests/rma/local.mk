@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # Selftests of the rma area, included by selftests/Makefile.am (see the
-# conventions there).  Owned by the rma engineer.
+# conventions there).  Maintainers: MAINTAINERS.
 
 RMA_PROGS = \
 	rma/data_test \
