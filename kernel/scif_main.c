@@ -73,4 +73,7 @@ MODULE_LICENSE("GPL");
 MODULE_DESCRIPTION("openscif: SCIF endpoints, messaging and RMA");
 MODULE_AUTHOR("openscif contributors");
 /* Gives the module a srcversion, which tools/vmrun checks against the .ko. */
-MODULE_VERSION("0.1.0");
+#ifndef SCIF_VERSION
+#error "SCIF_VERSION is not set: build with make (after configure) or with dkms"
+#endif
+MODULE_VERSION(SCIF_VERSION);

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #
 # OSCIF_CXX17: make sure the C++ compiler accepts C++17 with -std=c++17
-# (the flag lib/ and lib/dapl/ use).  Sets and substitutes OSCIF_CXX17_FLAG.
+# (the one place that decides the C++ standard flag).  Sets and substitutes
+# OSCIF_CXX17_FLAG, which every C++ compile of lib/ and lib/dapl/ uses.
 AC_DEFUN([OSCIF_CXX17], [
 	AC_REQUIRE([AC_PROG_CXX])
 	AC_LANG_PUSH([C++])

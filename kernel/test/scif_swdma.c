@@ -366,4 +366,7 @@ module_init(swdma_init);
 module_exit(swdma_exit);
 MODULE_DESCRIPTION("openscif test: software dmaengine DMA_MEMCPY channel");
 MODULE_LICENSE("GPL");
-MODULE_VERSION("0.1.0");
+#ifndef SCIF_VERSION
+#error "SCIF_VERSION is not set: build with make (after configure) or with dkms"
+#endif
+MODULE_VERSION(SCIF_VERSION);
