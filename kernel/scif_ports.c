@@ -35,7 +35,7 @@ int scif_port_bind(struct scif_endpt *ep, u16 pn)
 
 	if (pn) {
 		port = pn;
-		err = xa_insert(&node->ports, port, ep, GFP_KERNEL);
+		err = xa_insert(&node->ports, port, ep, GFP_KERNEL_ACCOUNT);
 		if (err == -EBUSY)
 			return -EADDRINUSE;
 	} else {
@@ -45,7 +45,7 @@ int scif_port_bind(struct scif_endpt *ep, u16 pn)
 		err = __xa_alloc_cyclic(&node->ports, &port, ep,
 					XA_LIMIT(SCIF_ABI_PORT_RSVD,
 						 SCIF_PORT_MAX),
-					&node->port_next, GFP_KERNEL);
+					&node->port_next, GFP_KERNEL_ACCOUNT);
 		xa_unlock(&node->ports);
 		if (err == -EBUSY)
 			return -ENOSPC;

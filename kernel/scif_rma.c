@@ -9,6 +9,7 @@
  */
 #include <linux/capability.h>
 #include <linux/debugfs.h>
+#include <linux/error-injection.h>
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
@@ -157,6 +158,8 @@ int scif_pin_user(unsigned long start, unsigned long npages,
 	atomic_long_add(npages, &scif_rma_pinned_pages);
 	return 0;
 }
+/* A pin can fail without an allocation failing (selftests/rma/failfunc_test). */
+ALLOW_ERROR_INJECTION(scif_pin_user, ERRNO);
 
 void scif_unpin_user(struct page **pages, unsigned long npages, bool dirty)
 {

@@ -18,6 +18,7 @@
 #include <linux/debugfs.h>
 #include <linux/dma-mapping.h>
 #include <linux/dmaengine.h>
+#include <linux/error-injection.h>
 #include <linux/highmem.h>
 #include <linux/jiffies.h>
 #include <linux/moduleparam.h>
@@ -254,8 +255,12 @@ static void scif_dma_callback(void *arg, const struct dmaengine_result *res)
 	scif_dma_batch_put(b);
 }
 
-/* Map chunk i (len bytes from sp+so to dp+dof) of batch b. */
-static int scif_dma_map_chunk(struct scif_dma_batch *b, struct page *sp,
+/*
+ * Map chunk i (len bytes from sp+so to dp+dof) of batch b.  Noinline and
+ * listed for fail_function, like scif_dma_queue_chunk(): the fallback
+ * after a failed mapping is tested by selftests/rma/failfunc_test.
+ */
+static noinline int scif_dma_map_chunk(struct scif_dma_batch *b, struct page *sp,
 			      size_t so, struct page *dp, size_t dof,
 			      size_t len)
 {
@@ -277,6 +282,38 @@ static int scif_dma_map_chunk(struct scif_dma_batch *b, struct page *sp,
 	b->n++;
 	return 0;
 }
+ALLOW_ERROR_INJECTION(scif_dma_map_chunk, ERRNO);
+
+/*
+ * Prepare and submit the memcpy descriptor of mapped chunk @m of batch @b:
+ * -ENOMEM when the channel has no descriptor, -EIO when it refuses the
+ * submission (then its callback never runs and @b holds no reference for
+ * it).
+ */
+static noinline int scif_dma_queue_chunk(struct dma_chan *chan,
+					 struct scif_dma_batch *b,
+					 struct scif_dma_map *m)
+{
+	struct dma_async_tx_descriptor *tx;
+	dma_cookie_t cookie;
+
+	tx = dmaengine_prep_dma_memcpy(chan, m->d, m->s, m->len,
+				       DMA_CTRL_ACK | DMA_PREP_INTERRUPT);
+	if (!tx)
+		return -ENOMEM;
+	tx->callback_result = scif_dma_callback;
+	tx->callback_param = b;
+	kref_get(&b->ref);
+	atomic_inc(&b->pending);
+	cookie = dmaengine_submit(tx);
+	if (dma_submit_error(cookie)) {
+		atomic_dec(&b->pending);
+		kref_put(&b->ref, scif_dma_batch_release);
+		return -EIO;
+	}
+	return 0;
+}
+ALLOW_ERROR_INJECTION(scif_dma_queue_chunk, ERRNO);
 
 /*
  * Map, submit and issue one batch starting at byte *off (at most
@@ -289,8 +326,6 @@ static int scif_dma_submit(struct dma_chan *chan, struct scif_dma_batch *b,
 			   size_t off, size_t len, size_t *moved)
 {
 	size_t s = src->first_off + off, d = dst->first_off + off;
-	struct dma_async_tx_descriptor *tx;
-	dma_cookie_t cookie;
 	int err = 0;
 
 	*moved = 0;
@@ -304,25 +339,9 @@ static int scif_dma_submit(struct dma_chan *chan, struct scif_dma_batch *b,
 					 chunk);
 		if (err)
 			break;
-		tx = dmaengine_prep_dma_memcpy(chan, m->d, m->s, chunk,
-					       DMA_CTRL_ACK |
-					       DMA_PREP_INTERRUPT);
-		if (!tx) {
-			err = -ENOMEM;
+		err = scif_dma_queue_chunk(chan, b, m);
+		if (err)
 			break;
-		}
-		tx->callback_result = scif_dma_callback;
-		tx->callback_param = b;
-		kref_get(&b->ref);
-		atomic_inc(&b->pending);
-		cookie = dmaengine_submit(tx);
-		if (dma_submit_error(cookie)) {
-			/* Not queued: its callback never runs. */
-			atomic_dec(&b->pending);
-			kref_put(&b->ref, scif_dma_batch_release);
-			err = -EIO;
-			break;
-		}
 		s += chunk;
 		d += chunk;
 		len -= chunk;

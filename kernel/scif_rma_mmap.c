@@ -11,6 +11,7 @@
  * window lingers, its offsets reserved, invisible to RMA), close, die, or
  * lose the connection.  Nothing is ever zapped from the outside.
  */
+#include <linux/error-injection.h>
 #include <linux/fs.h>
 #include <linux/mm.h>
 #include <linux/overflow.h>
@@ -121,8 +122,9 @@ static int scif_vma_prot(struct vm_area_struct *vma)
  * cannot map pages write-only (x86 takes read faults on PROT_WRITE
  * mappings), so a write-only window would become readable.
  */
-static int scif_mmap_ctx_new(struct scif_rma_ep *owner, u64 off, u64 len,
-			     int need, struct scif_mmap_ctx **out)
+static noinline int scif_mmap_ctx_new(struct scif_rma_ep *owner, u64 off,
+				       u64 len, int need,
+				       struct scif_mmap_ctx **out)
 {
 	struct scif_mmap_ctx *ctx;
 	struct scif_window *w;
@@ -169,6 +171,8 @@ out:
 	up_write(&owner->win_lock);
 	return err;
 }
+/* Noinline and listed for fail_function: selftests/rma/failfunc_test. */
+ALLOW_ERROR_INJECTION(scif_mmap_ctx_new, ERRNO);
 
 int scif_rma_mmap(struct scif_endpt *ep, struct vm_area_struct *vma)
 {

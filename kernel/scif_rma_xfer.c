@@ -61,6 +61,24 @@ static bool scif_slot_take(struct scif_xfer *x)
 
 /* ---- transfers ---- */
 
+/*
+ * The user pages of a v* call and their RLIMIT_MEMLOCK charge, released
+ * once the data moved and before the transfer counts as complete: a fence
+ * wait or SCIF_RMA_SYNC that returned finds them released (VmPin back).
+ */
+static void scif_xfer_release_user(struct scif_xfer *x)
+{
+	if (x->upages) {
+		scif_unpin_user(x->upages, x->nupages, x->upages_dirty);
+		kvfree(x->upages);
+		x->upages = NULL;
+	}
+	if (x->mm) {
+		atomic64_sub(x->charged, &x->mm->pinned_vm);
+		x->charged = 0;
+	}
+}
+
 static void scif_xfer_free(struct scif_xfer *x)
 {
 	unsigned int i;
@@ -72,14 +90,9 @@ static void scif_xfer_free(struct scif_xfer *x)
 			scif_window_put(x->wins_ext[i - ARRAY_SIZE(x->wins)]);
 	}
 	kvfree(x->wins_ext);
-	if (x->upages) {
-		scif_unpin_user(x->upages, x->nupages, x->upages_dirty);
-		kvfree(x->upages);
-	}
-	if (x->mm) {
-		atomic64_sub(x->charged, &x->mm->pinned_vm);
+	scif_xfer_release_user(x);
+	if (x->mm)
 		mmdrop(x->mm);
-	}
 	if (x->slot) {
 		spin_lock(&x->rma->fence_lock);
 		x->rma->nqueued--;
@@ -188,6 +201,7 @@ static void scif_xfer_done(struct scif_xfer *x)
 	LIST_HEAD(fire);
 	u64 done;
 
+	scif_xfer_release_user(x);
 	spin_lock(&rma->fence_lock);
 	list_del(&x->link);
 	rma->ninflight--;
