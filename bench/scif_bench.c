@@ -40,14 +40,12 @@ struct chan {
     int fd;
 };
 
-static void die(const char *what)
-{
+static void die(const char *what) {
     fprintf(stderr, "scif_bench: %s: %s\n", what, strerror(errno));
     exit(1);
 }
 
-static double now(void)
-{
+static double now(void) {
     struct timespec ts;
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -55,8 +53,7 @@ static double now(void)
 }
 
 /* Move exactly len bytes. */
-static void xsend(const struct chan *c, const void *buf, int len)
-{
+static void xsend(const struct chan *c, const void *buf, int len) {
     const char *p = buf;
 
     if (c->kind == K_SCIF) {
@@ -76,8 +73,7 @@ static void xsend(const struct chan *c, const void *buf, int len)
     }
 }
 
-static void xrecv(const struct chan *c, void *buf, int len)
-{
+static void xrecv(const struct chan *c, void *buf, int len) {
     char *p = buf;
 
     if (c->kind == K_SCIF) {
@@ -99,8 +95,7 @@ static void xrecv(const struct chan *c, void *buf, int len)
 
 /* ---- connections ---- */
 
-static int ep_open(int node)
-{
+static int ep_open(int node) {
     char path[32];
 
     if (node == 0)
@@ -115,8 +110,7 @@ struct conn_job {
     int ret;
 };
 
-static void *do_connect(void *arg)
-{
+static void *do_connect(void *arg) {
     struct conn_job *j = arg;
 
     j->ret = scif_connect(j->epd, &j->dst);
@@ -124,8 +118,7 @@ static void *do_connect(void *arg)
 }
 
 /* A SCIF connection: a acts as node an, b as node bn. */
-static void scif_pair(int an, int bn, struct chan *a, struct chan *b)
-{
+static void scif_pair(int an, int bn, struct chan *a, struct chan *b) {
     struct scif_portID peer;
     struct conn_job job;
     pthread_t th;
@@ -154,8 +147,7 @@ static void scif_pair(int an, int bn, struct chan *a, struct chan *b)
     scif_close(l);
 }
 
-static void unix_pair(struct chan *a, struct chan *b)
-{
+static void unix_pair(struct chan *a, struct chan *b) {
     int sv[2];
 
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
@@ -165,8 +157,7 @@ static void unix_pair(struct chan *a, struct chan *b)
     b->fd = sv[1];
 }
 
-static void chan_close(struct chan *c)
-{
+static void chan_close(struct chan *c) {
     if (c->kind == K_SCIF)
         scif_close(c->fd);
     else
@@ -193,8 +184,7 @@ struct job {
     int size;
 };
 
-static void *echo_side(void *arg)
-{
+static void *echo_side(void *arg) {
     struct job *j = arg;
     uint64_t m;
 
@@ -208,8 +198,7 @@ static void *echo_side(void *arg)
 }
 
 /* Microseconds per 8-byte round trip. */
-static double latency(struct chan *a, struct chan *b)
-{
+static double latency(struct chan *a, struct chan *b) {
     struct job j = {b, 8};
     uint64_t m = BENCH_MORE;
     double t0, t;
@@ -236,8 +225,7 @@ static double latency(struct chan *a, struct chan *b)
     return t / i * 1e6;
 }
 
-static void *sink_side(void *arg)
-{
+static void *sink_side(void *arg) {
     struct job *j = arg;
     char *buf = malloc(j->size);
     uint64_t m;
@@ -254,8 +242,7 @@ static void *sink_side(void *arg)
 }
 
 /* MiB/s streaming messages of size bytes, a -> b. */
-static double bandwidth(struct chan *a, struct chan *b, int size)
-{
+static double bandwidth(struct chan *a, struct chan *b, int size) {
     struct job j = {b, size};
     char *buf = malloc(size), ack;
     uint64_t m = BENCH_MORE;
@@ -286,8 +273,7 @@ static double bandwidth(struct chan *a, struct chan *b, int size)
     return (double)i * size / t0 / (1 << 20);
 }
 
-static int cmp_double(const void *x, const void *y)
-{
+static int cmp_double(const void *x, const void *y) {
     double a = *(const double *)x, b = *(const double *)y;
 
     return a < b ? -1 : a > b;
@@ -296,16 +282,14 @@ static int cmp_double(const void *x, const void *y)
 #define MAX_RUNS 15
 
 /* Path: 0 = SCIF node 0 <-> 0, 1 = SCIF node 0 <-> 1, 2 = UNIX socketpair. */
-static void make_pair(int path, struct chan *a, struct chan *b)
-{
+static void make_pair(int path, struct chan *a, struct chan *b) {
     if (path == 2)
         unix_pair(a, b);
     else
         scif_pair(0, path, a, b);
 }
 
-static double median_latency(int path, int runs)
-{
+static double median_latency(int path, int runs) {
     double v[MAX_RUNS];
     int r;
 
@@ -321,8 +305,7 @@ static double median_latency(int path, int runs)
     return v[runs / 2];
 }
 
-static double median_bw(int path, int size, int runs)
-{
+static double median_bw(int path, int size, int runs) {
     double v[MAX_RUNS];
     int r;
 
@@ -338,8 +321,7 @@ static double median_bw(int path, int size, int runs)
     return v[runs / 2];
 }
 
-static const char *size_str(int size, char *buf, size_t len)
-{
+static const char *size_str(int size, char *buf, size_t len) {
     if (size >= (1 << 20) && !(size % (1 << 20)))
         snprintf(buf, len, "%d MiB", size >> 20);
     else if (size >= 1024 && !(size % 1024))
@@ -350,8 +332,7 @@ static const char *size_str(int size, char *buf, size_t len)
 }
 
 /* The module's per-endpoint queue size, as text ("unknown" if unreadable). */
-static const char *ring_size(char *buf, size_t len)
-{
+static const char *ring_size(char *buf, size_t len) {
     FILE *f = fopen("/sys/module/scif/parameters/ring_size", "r");
     int v = 0;
 
@@ -364,8 +345,7 @@ static const char *ring_size(char *buf, size_t len)
     return buf;
 }
 
-static void usage(const char *prog)
-{
+static void usage(const char *prog) {
     fprintf(stderr,
             "usage: %s [-T SECONDS] [-n MAX] [-r RUNS] [-s SIZE,...] [-c CPU]\n"
             "  -T SECONDS  length of one run (default 0.5; at least %d messages)\n"
@@ -378,8 +358,7 @@ static void usage(const char *prog)
     exit(2);
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     int sizes[16] = {64, 4096, 65536, 1 << 20}, nsizes = 4, runs = 3, opt, i, npaths, cpu = 0;
     uint16_t nodes[32], self = 0;
     struct utsname u;
@@ -438,7 +417,8 @@ int main(int argc, char **argv)
            sysconf(_SC_NPROCESSORS_ONLN), online);
     printf("each figure is the median of %d runs of %.2f s; threads %s\n", runs, budget,
            cpu >= 0 ? "pinned to one CPU" : "placed by the scheduler");
-    printf("per-endpoint queue (module parameter ring_size): %s\n\n", ring_size(rbuf, sizeof(rbuf)));
+    printf("per-endpoint queue (module parameter ring_size): %s\n\n",
+           ring_size(rbuf, sizeof(rbuf)));
 
     printf("8-byte message round trip (us, lower is better)\n");
     printf("  %-22s %12s %12s %10s\n", "path", "SCIF", "UNIX", "SCIF/UNIX");

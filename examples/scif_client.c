@@ -20,13 +20,11 @@
 
 #define CHUNK 8192
 
-static unsigned char pattern(long i)
-{
+static unsigned char pattern(long i) {
     return (unsigned char)((i * 131) ^ (i >> 9));
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     unsigned char out[CHUNK], in[CHUNK];
     struct scif_portID dst;
     uint16_t self = 0, nodes[16];

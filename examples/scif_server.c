@@ -17,8 +17,7 @@
 
 #include <scif.h>
 
-static int echo(scif_epd_t epd)
-{
+static int echo(scif_epd_t epd) {
     char buf[65536];
 
     for (;;) {
@@ -37,8 +36,7 @@ static int echo(scif_epd_t epd)
     }
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     struct scif_portID peer;
     scif_epd_t lep, epd;
     long count, i;

@@ -13,13 +13,11 @@
 #include "scif_test.h"
 
 /* A port in the unprivileged, non-auto range, different per process. */
-static uint16_t some_port(void)
-{
+static uint16_t some_port(void) {
     return (uint16_t)(SCIF_ADMIN_PORT_END + 1 + (getpid() * 7919u) % 20000u);
 }
 
-static int t_open_close(void)
-{
+static int t_open_close(void) {
     int epd = scif_open();
 
     CHECK(epd >= 0, "scif_open: %s", strerror(errno));
@@ -29,8 +27,7 @@ static int t_open_close(void)
     return KSFT_PASS;
 }
 
-static int t_close_ebadf(void)
-{
+static int t_close_ebadf(void) {
     int epd = scif_open();
 
     CHECK_OK(epd);
@@ -40,8 +37,7 @@ static int t_close_ebadf(void)
     return KSFT_PASS;
 }
 
-static int t_open_emfile(void)
-{
+static int t_open_emfile(void) {
     struct rlimit rl = {8, 8};
     int i, epd = -1;
 
@@ -56,8 +52,7 @@ static int t_open_emfile(void)
     return KSFT_PASS;
 }
 
-static int t_get_fd(void)
-{
+static int t_get_fd(void) {
     int epd = scif_open(), fd;
     struct pollfd p;
 
@@ -72,8 +67,7 @@ static int t_get_fd(void)
     return KSFT_PASS;
 }
 
-static int t_node_ids(void)
-{
+static int t_node_ids(void) {
     uint16_t nodes[32], self = 0xffff;
     int n, i, param = module_nodes_param(), seen[32] = {0};
 
@@ -92,8 +86,7 @@ static int t_node_ids(void)
     return KSFT_PASS;
 }
 
-static int t_node_ids_small(void)
-{
+static int t_node_ids_small(void) {
     uint16_t nodes[4] = {0xaaaa, 0xaaaa, 0xaaaa, 0xaaaa}, self = 0xffff;
     int n;
 
@@ -108,8 +101,7 @@ static int t_node_ids_small(void)
     return KSFT_PASS;
 }
 
-static int t_node_ids_errors(void)
-{
+static int t_node_ids_errors(void) {
     uint16_t nodes[4], self;
 
     CHECK_ERR(scif_get_nodeIDs((uint16_t *)8, 4, &self), EFAULT);
@@ -118,8 +110,7 @@ static int t_node_ids_errors(void)
     return KSFT_PASS;
 }
 
-static int t_node_env(void)
-{
+static int t_node_env(void) {
     uint16_t nodes[32], self = 0xffff;
     int n, epd;
 
@@ -136,8 +127,7 @@ static int t_node_env(void)
     return KSFT_PASS;
 }
 
-static int t_bind_auto(void)
-{
+static int t_bind_auto(void) {
     int a = scif_open(), b = scif_open(), pa, pb;
 
     CHECK_OK(a);
@@ -150,8 +140,7 @@ static int t_bind_auto(void)
     return KSFT_PASS;
 }
 
-static int t_bind_fixed(void)
-{
+static int t_bind_fixed(void) {
     int epd = scif_open();
     uint16_t port = some_port();
 
@@ -160,8 +149,7 @@ static int t_bind_fixed(void)
     return KSFT_PASS;
 }
 
-static int t_bind_twice(void)
-{
+static int t_bind_twice(void) {
     int epd = scif_open();
 
     CHECK_OK(epd);
@@ -171,8 +159,7 @@ static int t_bind_twice(void)
     return KSFT_PASS;
 }
 
-static int t_bind_inuse(void)
-{
+static int t_bind_inuse(void) {
     int a = scif_open(), b = scif_open();
     uint16_t port = some_port();
 
@@ -186,8 +173,7 @@ static int t_bind_inuse(void)
     return KSFT_PASS;
 }
 
-static int t_bind_per_node(void)
-{
+static int t_bind_per_node(void) {
     int a = ep_open(0), b, c;
     uint16_t port = some_port();
 
@@ -203,8 +189,7 @@ static int t_bind_per_node(void)
     return KSFT_PASS;
 }
 
-static int t_bind_admin_root(void)
-{
+static int t_bind_admin_root(void) {
     int epd = scif_open();
     uint16_t port = (uint16_t)(100 + getpid() % 800);
 
@@ -216,8 +201,7 @@ static int t_bind_admin_root(void)
     return KSFT_PASS;
 }
 
-static int t_bind_admin_eacces(void)
-{
+static int t_bind_admin_eacces(void) {
     int epd;
 
     if (geteuid() == 0) {
@@ -235,8 +219,7 @@ static int t_bind_admin_eacces(void)
     return KSFT_PASS;
 }
 
-static int t_bind_connected(void)
-{
+static int t_bind_connected(void) {
     int s, c;
 
     CHECK(connect_pair(0, 0, &s, &c) == 0, "connect_pair");
@@ -245,8 +228,7 @@ static int t_bind_connected(void)
     return KSFT_PASS;
 }
 
-static int t_listen_unbound(void)
-{
+static int t_listen_unbound(void) {
     int epd = scif_open();
 
     CHECK_OK(epd);
@@ -254,8 +236,7 @@ static int t_listen_unbound(void)
     return KSFT_PASS;
 }
 
-static int t_listen_connected(void)
-{
+static int t_listen_connected(void) {
     int s, c;
 
     CHECK(connect_pair(0, 0, &s, &c) == 0, "connect_pair");
@@ -264,8 +245,7 @@ static int t_listen_connected(void)
     return KSFT_PASS;
 }
 
-static int t_connect_refused(void)
-{
+static int t_connect_refused(void) {
     int epd = scif_open(), l;
     struct scif_portID dst = {0, some_port()};
 
@@ -279,8 +259,7 @@ static int t_connect_refused(void)
     return KSFT_PASS;
 }
 
-static int t_connect_enodev(void)
-{
+static int t_connect_enodev(void) {
     int epd = scif_open(), max = max_node();
     struct scif_portID dst = {0, some_port()};
 
@@ -293,8 +272,7 @@ static int t_connect_enodev(void)
     return KSFT_PASS;
 }
 
-static int t_connect_port0(void)
-{
+static int t_connect_port0(void) {
     int epd = scif_open();
     struct scif_portID dst = {0, 0};
 
@@ -303,8 +281,7 @@ static int t_connect_port0(void)
     return KSFT_PASS;
 }
 
-static int t_connect_isconn(void)
-{
+static int t_connect_isconn(void) {
     int s, c;
     struct scif_portID dst = {0, some_port()};
     uint16_t port;
@@ -318,8 +295,7 @@ static int t_connect_isconn(void)
     return KSFT_PASS;
 }
 
-static int t_connect_listener(void)
-{
+static int t_connect_listener(void) {
     uint16_t port, p2;
     int l = make_listener(0, 0, 4, &port), l2 = make_listener(0, 0, 4, &p2);
     struct scif_portID dst = {0, 0};
@@ -332,8 +308,7 @@ static int t_connect_listener(void)
 }
 
 /* Connect from @cnode to a listener on @snode; checks ports and peer ids. */
-static int connect_nodes(int snode, int cnode)
-{
+static int connect_nodes(int snode, int cnode) {
     struct connect_job job;
     struct scif_portID peer;
     uint16_t port;
@@ -370,15 +345,24 @@ static int connect_nodes(int snode, int cnode)
     return KSFT_PASS;
 }
 
-static int t_conn_0_0(void) { return connect_nodes(0, 0); }
-static int t_conn_1_0(void) { return connect_nodes(0, 1); }
-static int t_conn_0_1(void) { return connect_nodes(1, 0); }
-static int t_conn_1_2(void) { return connect_nodes(2, 1); }
-static int t_conn_1_1(void) { return connect_nodes(1, 1); }
+static int t_conn_0_0(void) {
+    return connect_nodes(0, 0);
+}
+static int t_conn_1_0(void) {
+    return connect_nodes(0, 1);
+}
+static int t_conn_0_1(void) {
+    return connect_nodes(1, 0);
+}
+static int t_conn_1_2(void) {
+    return connect_nodes(2, 1);
+}
+static int t_conn_1_1(void) {
+    return connect_nodes(1, 1);
+}
 
 /* Connecting from a bound endpoint keeps its port. */
-static int t_connect_bound(void)
-{
+static int t_connect_bound(void) {
     struct connect_job job;
     struct scif_portID peer;
     uint16_t port, mine = some_port();
@@ -399,8 +383,7 @@ static int t_connect_bound(void)
     return KSFT_PASS;
 }
 
-static int t_accept_eagain(void)
-{
+static int t_accept_eagain(void) {
     uint16_t port;
     int l = make_listener(0, 0, 4, &port), n = -1;
     struct scif_portID peer;
@@ -410,8 +393,7 @@ static int t_accept_eagain(void)
     return KSFT_PASS;
 }
 
-static int t_accept_einval(void)
-{
+static int t_accept_einval(void) {
     int a = scif_open(), n;
     struct scif_portID peer;
 
@@ -423,8 +405,7 @@ static int t_accept_einval(void)
     return KSFT_PASS;
 }
 
-static int t_accept_badflags(void)
-{
+static int t_accept_badflags(void) {
     uint16_t port;
     int l = make_listener(0, 0, 4, &port), n;
     struct scif_portID peer;
@@ -435,8 +416,7 @@ static int t_accept_badflags(void)
 }
 
 /* Pending requests beyond the backlog are refused; those within it are accepted. */
-static int t_backlog(void)
-{
+static int t_backlog(void) {
     uint16_t port;
     int l = make_listener(0, 0, 1, &port), a, b, n, r;
     struct scif_portID dst = {0, 0}, peer;
@@ -462,8 +442,7 @@ static int t_backlog(void)
         p.fd = b;
         p.events = POLLOUT;
         CHECK(poll(&p, 1, 30000) == 1, "second connect never completed");
-        CHECK(p.revents & (POLLERR | POLLHUP), "second connect completed, revents %#x",
-              p.revents);
+        CHECK(p.revents & (POLLERR | POLLHUP), "second connect completed, revents %#x", p.revents);
     } else {
         CHECK(r < 0 && errno == ECONNREFUSED, "second connect: ret %d errno %s", r,
               strerror(errno));
@@ -509,8 +488,7 @@ static const struct scif_test tests[] = {
     {"requests beyond the listen backlog are refused", t_backlog, 0},
 };
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     if (access("/dev/scif", R_OK | W_OK))
         return ksft_exit_skip_all("/dev/scif missing: scif module not loaded");
     return run_tests(tests, ARRAY_SIZE(tests), argc, argv);

@@ -31,21 +31,18 @@ _Static_assert(SCIF_FENCE_MARK == 0xC010730F, "SCIF_FENCE_MARK");
 _Static_assert(SCIF_FENCE_WAIT == 0xC0047310, "SCIF_FENCE_WAIT");
 _Static_assert(SCIF_FENCE_SIGNAL == 0xC0287311, "SCIF_FENCE_SIGNAL");
 
-static int dev_open(void)
-{
+static int dev_open(void) {
     return open("/dev/scif", O_RDWR | O_CLOEXEC);
 }
 
 /* An address of an inaccessible page. */
-static void *bad_page(void)
-{
+static void *bad_page(void) {
     void *p = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
     return p == MAP_FAILED ? (void *)16 : p;
 }
 
-static int t_version(void)
-{
+static int t_version(void) {
     int fd = dev_open(), v = -1;
 
     CHECK_OK(fd);
@@ -55,8 +52,7 @@ static int t_version(void)
     return KSFT_PASS;
 }
 
-static int t_unknown(void)
-{
+static int t_unknown(void) {
     int fd = dev_open();
     char buf[64] = {0};
 
@@ -70,8 +66,7 @@ static int t_unknown(void)
     return KSFT_PASS;
 }
 
-static int t_bind_4byte(void)
-{
+static int t_bind_4byte(void) {
     int fd = dev_open();
     char *two = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     uint32_t *port;
@@ -87,8 +82,7 @@ static int t_bind_4byte(void)
     return KSFT_PASS;
 }
 
-static int t_bind_8byte(void)
-{
+static int t_bind_8byte(void) {
     int fd = dev_open();
     uint64_t port = 0xffffffff00000000ULL | 3000u;
 
@@ -104,8 +98,7 @@ static int t_bind_8byte(void)
  * 4 bytes the driver reads is stack garbage.  As in the 5.9 driver only the
  * low 16 bits count, and the whole int is written back.
  */
-static int t_bind_16bit(void)
-{
+static int t_bind_16bit(void) {
     int a = dev_open(), b = dev_open();
     uint32_t port = 0xdead0000u | 3001u;
     int32_t neg = -1; /* 0xffffffff: port 65535 */
@@ -119,8 +112,7 @@ static int t_bind_16bit(void)
     return KSFT_PASS;
 }
 
-static int t_bad_pointers(void)
-{
+static int t_bad_pointers(void) {
     int fd = dev_open(), l = dev_open();
     void *bad = bad_page();
     uint64_t port = 0;
@@ -140,8 +132,7 @@ static int t_bad_pointers(void)
     return KSFT_PASS;
 }
 
-static int t_nodeids_bad(void)
-{
+static int t_nodeids_bad(void) {
     int fd = dev_open();
     struct scifioctl_node_ids ids;
     uint16_t nodes[8], self;
@@ -164,8 +155,7 @@ static int t_nodeids_bad(void)
 }
 
 /* Set up a listener and a pending connect, all with raw ioctls. */
-static int raw_pending(int *l, int *c, struct scifioctl_accept *acc)
-{
+static int raw_pending(int *l, int *c, struct scifioctl_accept *acc) {
     uint64_t port = 0;
     struct scifioctl_connect conn;
     struct pollfd p;
@@ -193,14 +183,12 @@ static int raw_pending(int *l, int *c, struct scifioctl_accept *acc)
 }
 
 /* One message from the connector c arrives on the registered descriptor n. */
-static int raw_roundtrip(int c, int n)
-{
+static int raw_roundtrip(int c, int n) {
     struct scifioctl_msg msg;
     char buf[8] = "handle!";
     struct pollfd p = {.fd = c, .events = POLLOUT};
 
-    CHECK(poll(&p, 1, 30000) == 1 && (p.revents & POLLOUT), "connect completion %#x",
-          p.revents);
+    CHECK(poll(&p, 1, 30000) == 1 && (p.revents & POLLOUT), "connect completion %#x", p.revents);
     memset(&msg, 0, sizeof(msg));
     msg.msg = (uintptr_t)buf;
     msg.len = 8;
@@ -210,13 +198,12 @@ static int raw_roundtrip(int c, int n)
     msg.flags = SCIF_RECV_BLOCK;
     msg.out_len = 0;
     CHECK_OK(ioctl(n, SCIF_RECV, &msg));
-    CHECK(msg.out_len == 8 && !strcmp(buf, "handle!"), "RECV out_len %d data %.8s",
-          msg.out_len, buf);
+    CHECK(msg.out_len == 8 && !strcmp(buf, "handle!"), "RECV out_len %d data %.8s", msg.out_len,
+          buf);
     return KSFT_PASS;
 }
 
-static int t_raw_accept(void)
-{
+static int t_raw_accept(void) {
     struct scifioctl_accept acc;
     int l, c, n;
 
@@ -240,8 +227,7 @@ static int t_raw_accept(void)
     return raw_roundtrip(c, n);
 }
 
-static int t_forged_handle(void)
-{
+static int t_forged_handle(void) {
     struct scifioctl_accept acc;
     uint64_t forged[] = {0, 1, 0xdeadbeef, 0xffff888000000000ULL, ~0ULL};
     int l, c, n;
@@ -269,8 +255,7 @@ static int t_forged_handle(void)
  * Another user's process that learns a pending handle cannot register it:
  * it gets what a nonexistent handle gets, and the owner's accept goes on.
  */
-static int t_stolen_handle(void)
-{
+static int t_stolen_handle(void) {
     struct scifioctl_accept acc;
     int l, c, n, st;
     pid_t pid;
@@ -307,8 +292,7 @@ static int t_stolen_handle(void)
 }
 
 /* The acceptor may fork between ACCEPTREQ and ACCEPTREG (same user). */
-static int t_handle_fork(void)
-{
+static int t_handle_fork(void) {
     struct scifioctl_accept acc;
     int l, c, st;
     pid_t pid;
@@ -333,8 +317,7 @@ static int t_handle_fork(void)
  * Handles carry no index: among the handles of successive accepts no low
  * or high halves are equal or consecutive (a table index would be).
  */
-static int t_handle_random(void)
-{
+static int t_handle_random(void) {
     enum { N = 12 };
     uint64_t h[N];
     int i, j;
@@ -361,8 +344,7 @@ static int t_handle_random(void)
     return KSFT_PASS;
 }
 
-static int t_msg_bad(void)
-{
+static int t_msg_bad(void) {
     struct scifioctl_accept acc;
     struct scifioctl_msg msg;
     int l, c, n;
@@ -393,8 +375,7 @@ static int t_msg_bad(void)
     return KSFT_PASS;
 }
 
-static int t_ebadf(void)
-{
+static int t_ebadf(void) {
     int fd = dev_open(), n;
     char buf[4];
     struct scif_portID dst = {0, 2000}, peer;
@@ -415,8 +396,7 @@ static int t_ebadf(void)
     return KSFT_PASS;
 }
 
-static int t_enotty(void)
-{
+static int t_enotty(void) {
     int fd = open("/dev/null", O_RDWR), pfd[2], n;
     char buf[4];
     struct scif_portID dst = {0, 2000}, peer;
@@ -435,8 +415,7 @@ static int t_enotty(void)
 }
 
 /* Syscall-level abuse of the device: read/write/lseek are not part of it. */
-static int t_file_ops(void)
-{
+static int t_file_ops(void) {
     int fd = dev_open();
     char buf[16] = {0};
 
@@ -447,14 +426,14 @@ static int t_file_ops(void)
 }
 
 /* Random ioctl arguments: the only requirement is an errno (or success), never a splat. */
-static int t_fuzz(void)
-{
+static int t_fuzz(void) {
     static const unsigned long cmds[] = {
-        SCIF_BIND, SCIF_LISTEN, SCIF_CONNECT, SCIF_ACCEPTREQ, SCIF_ACCEPTREG,
+        SCIF_BIND, SCIF_LISTEN, SCIF_CONNECT,     SCIF_ACCEPTREQ,   SCIF_ACCEPTREG,
         SCIF_SEND, SCIF_RECV,   SCIF_GET_NODEIDS, SCIF_GET_VERSION,
     };
-    unsigned char *page = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                               -1, 0), *base;
+    unsigned char *page =
+                      mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+                  *base;
     struct prng p;
     int i, fd = -1, odd = 0;
 
@@ -512,8 +491,8 @@ static int t_fuzz(void)
         errno = 0;
         ret = ioctl(fd, cmd, arg);
         if (ret < 0 && (errno == 0 || errno >= 512)) {
-            diag("cmd %#lx arg %#lx: ret %d errno %d (kernel-internal errno leaked)", cmd, arg,
-                 ret, errno);
+            diag("cmd %#lx arg %#lx: ret %d errno %d (kernel-internal errno leaked)", cmd, arg, ret,
+                 errno);
             odd++;
         }
     }
@@ -529,22 +508,22 @@ static const struct scif_test tests[] = {
     {"SCIF_BIND uses the low 16 bits of the port (garbage upper half)", t_bind_16bit, 0},
     {"NULL and unmapped argument pointers: EFAULT", t_bad_pointers, 0},
     {"SCIF_GET_NODEIDS with bad inner pointers: EFAULT, bad len: EINVAL", t_nodeids_bad, 0},
-    {"raw ioctl connection: ACCEPTREQ gives an opaque handle, ACCEPTREG uses it once",
-     t_raw_accept, 0},
+    {"raw ioctl connection: ACCEPTREQ gives an opaque handle, ACCEPTREG uses it once", t_raw_accept,
+     0},
     {"SCIF_ACCEPTREG with a forged handle: EINVAL", t_forged_handle, 0},
-    {"SCIF_ACCEPTREG of a stolen handle by another user: EINVAL, owner unaffected",
-     t_stolen_handle, 0},
+    {"SCIF_ACCEPTREG of a stolen handle by another user: EINVAL, owner unaffected", t_stolen_handle,
+     0},
     {"SCIF_ACCEPTREG in a forked child of the acceptor", t_handle_fork, 0},
     {"accept handles are 64 random bits, no index", t_handle_random, 0},
-    {"SCIF_SEND/RECV with bad argument or message pointers (EFAULT), lengths, flags (EINVAL)", t_msg_bad, 0},
+    {"SCIF_SEND/RECV with bad argument or message pointers (EFAULT), lengths, flags (EINVAL)",
+     t_msg_bad, 0},
     {"every call on a closed descriptor: EBADF", t_ebadf, 0},
     {"every call on a non-SCIF descriptor: ENOTTY", t_enotty, 0},
     {"read/write on the device fail", t_file_ops, 0},
     {"3000 random ioctls each end with a proper errno", t_fuzz, 300},
 };
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     if (access("/dev/scif", R_OK | W_OK))
         return ksft_exit_skip_all("/dev/scif missing: scif module not loaded");
     return run_tests(tests, ARRAY_SIZE(tests), argc, argv);

@@ -20,8 +20,7 @@ struct acceptor {
     int err;
 };
 
-static void *accept_loop(void *arg)
-{
+static void *accept_loop(void *arg) {
     struct acceptor *a = arg;
     struct scif_portID peer;
     int i;
@@ -35,8 +34,7 @@ static void *accept_loop(void *arg)
     return NULL;
 }
 
-static int many(int snode, int cnode)
-{
+static int many(int snode, int cnode) {
     static int cl[NCONN], sv[NCONN];
     struct rlimit rl = {4 * NCONN, 4 * NCONN};
     struct scif_portID dst = {(uint16_t)snode, 0};
@@ -79,8 +77,12 @@ static int many(int snode, int cnode)
     return KSFT_PASS;
 }
 
-static int t_many_0_0(void) { return many(0, 0); }
-static int t_many_1_0(void) { return many(0, 1); }
+static int t_many_0_0(void) {
+    return many(0, 0);
+}
+static int t_many_1_0(void) {
+    return many(0, 1);
+}
 
 struct blocked_op {
     int epd;
@@ -90,8 +92,7 @@ struct blocked_op {
     volatile int done;
 };
 
-static void *blocked(void *arg)
-{
+static void *blocked(void *arg) {
     struct blocked_op *b = arg;
     static char big[1 << 20];
     long total = 0;
@@ -111,8 +112,7 @@ static void *blocked(void *arg)
 }
 
 /* Close the peer while this side is blocked; the blocked call ends with ECONNRESET. */
-static int close_while_blocked(int op)
-{
+static int close_while_blocked(int op) {
     struct blocked_op b = {0};
     pthread_t th;
     int s, c;
@@ -129,15 +129,18 @@ static int close_while_blocked(int op)
     return KSFT_PASS;
 }
 
-static int t_close_blocked_recv(void) { return close_while_blocked(0); }
-static int t_close_blocked_send(void) { return close_while_blocked(1); }
+static int t_close_blocked_recv(void) {
+    return close_while_blocked(0);
+}
+static int t_close_blocked_send(void) {
+    return close_while_blocked(1);
+}
 
 /*
  * A child process connects (as @cnode) and streams data; the parent receives a
  * while, kills the child with SIGKILL, drains, and must see ECONNRESET.
  */
-static int peer_death(int cnode)
-{
+static int peer_death(int cnode) {
     struct scif_portID dst = {0, 0}, peer;
     uint16_t port;
     int l, n, r, status;
@@ -182,12 +185,15 @@ static int peer_death(int cnode)
     return KSFT_PASS;
 }
 
-static int t_death_0(void) { return peer_death(0); }
-static int t_death_1(void) { return peer_death(1); }
+static int t_death_0(void) {
+    return peer_death(0);
+}
+static int t_death_1(void) {
+    return peer_death(1);
+}
 
 /* The listener's process dies while a connect waits for its accept. */
-static int t_death_listener(void)
-{
+static int t_death_listener(void) {
     struct scif_portID dst = {0, 0};
     int pfd[2], c, r;
     uint16_t port = 0;
@@ -227,8 +233,7 @@ static int t_death_listener(void)
 
 static volatile sig_atomic_t got_signal;
 
-static void on_usr1(int sig)
-{
+static void on_usr1(int sig) {
     (void)sig;
     got_signal = 1;
 }
@@ -241,8 +246,7 @@ struct intr_job {
     volatile int done;
 };
 
-static void *intr_thread(void *arg)
-{
+static void *intr_thread(void *arg) {
     struct intr_job *j = arg;
     static char big[1 << 20];
     struct scif_portID peer;
@@ -270,8 +274,7 @@ static void *intr_thread(void *arg)
 }
 
 /* Signal the blocked thread until its call returns (early signals are harmless). */
-static int interrupt(struct intr_job *j, const char *what)
-{
+static int interrupt(struct intr_job *j, const char *what) {
     struct sigaction sa;
     pthread_t th;
     int i;
@@ -295,8 +298,7 @@ static int interrupt(struct intr_job *j, const char *what)
     return KSFT_PASS;
 }
 
-static int t_eintr_recv(void)
-{
+static int t_eintr_recv(void) {
     struct intr_job j = {0};
     int s, c;
 
@@ -306,8 +308,7 @@ static int t_eintr_recv(void)
     return interrupt(&j, "recv");
 }
 
-static int t_eintr_send(void)
-{
+static int t_eintr_send(void) {
     struct intr_job j = {0};
     int s, c;
 
@@ -317,8 +318,7 @@ static int t_eintr_send(void)
     return interrupt(&j, "send");
 }
 
-static int t_eintr_accept(void)
-{
+static int t_eintr_accept(void) {
     struct intr_job j = {0};
     uint16_t port;
 
@@ -328,8 +328,7 @@ static int t_eintr_accept(void)
     return interrupt(&j, "accept");
 }
 
-static int t_eintr_connect(void)
-{
+static int t_eintr_connect(void) {
     struct intr_job j = {0};
     uint16_t port;
     int l = make_listener(0, 0, 4, &port), r;
@@ -346,8 +345,7 @@ static int t_eintr_connect(void)
 }
 
 /* A descriptor inherited across fork works in the child and survives its exit. */
-static int t_fork_shared(void)
-{
+static int t_fork_shared(void) {
     int s, c, status;
     char buf[6];
     pid_t pid;
@@ -381,8 +379,7 @@ static const struct scif_test tests[] = {
     {"endpoint shared with a forked child keeps working after it exits", t_fork_shared, 0},
 };
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     if (access("/dev/scif", R_OK | W_OK))
         return ksft_exit_skip_all("/dev/scif missing: scif module not loaded");
     return run_tests(tests, ARRAY_SIZE(tests), argc, argv);

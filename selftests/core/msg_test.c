@@ -12,8 +12,7 @@
 
 #define MIB (1 << 20)
 
-static int t_unconnected(void)
-{
+static int t_unconnected(void) {
     int epd = scif_open();
     char buf[8] = {0};
 
@@ -29,8 +28,7 @@ static int t_unconnected(void)
     return KSFT_PASS;
 }
 
-static int t_einval(void)
-{
+static int t_einval(void) {
     int s, c;
     char buf[8] = {0};
 
@@ -42,8 +40,7 @@ static int t_einval(void)
     return KSFT_PASS;
 }
 
-static int t_efault(void)
-{
+static int t_efault(void) {
     int s, c, r;
     char buf[16] = "0123456789abcdef";
     char *page;
@@ -65,8 +62,7 @@ static int t_efault(void)
     return KSFT_PASS;
 }
 
-static int t_zero_len(void)
-{
+static int t_zero_len(void) {
     int s, c;
     char buf[4] = "abc";
 
@@ -78,8 +74,7 @@ static int t_zero_len(void)
 }
 
 /* Without SCIF_RECV_BLOCK a receive returns what is there now. */
-static int t_recv_partial(void)
-{
+static int t_recv_partial(void) {
     int s, c, r;
     char buf[100];
 
@@ -97,8 +92,7 @@ static int t_recv_partial(void)
 }
 
 /* Without SCIF_SEND_BLOCK a send moves what fits; the rest follows later. */
-static int t_send_partial(void)
-{
+static int t_send_partial(void) {
     const int len = 16 * MIB;
     unsigned char *buf = malloc(len), *in = malloc(len);
     int s, c, sent, r, got = 0, i;
@@ -127,8 +121,7 @@ static int t_send_partial(void)
  * module was loaded with ring_size: a non-blocking send into an empty
  * queue takes exactly that much.
  */
-static int t_queue_size(void)
-{
+static int t_queue_size(void) {
     const char *params = getenv("SCIF_VM_PARAMS");
     unsigned char *buf = calloc(1, 65536);
     unsigned long ring = 0;
@@ -149,8 +142,7 @@ static int t_queue_size(void)
 }
 
 /* The peer reads what was queued before close, then gets ECONNRESET. */
-static int t_close_drain(void)
-{
+static int t_close_drain(void) {
     int s, c, r;
     char buf[300], msg[300];
 
@@ -172,8 +164,7 @@ static int t_close_drain(void)
 }
 
 /* A blocking receive waits while the peer sends in pieces; all bytes arrive in order. */
-static int t_block_pieces(void)
-{
+static int t_block_pieces(void) {
     int s, c, i;
     char buf[4000], in[4000];
 
@@ -192,15 +183,14 @@ static int t_block_pieces(void)
 struct stream {
     int epd;
     uint64_t seed;
-    long total;     /* bytes to move */
-    long done;      /* bytes moved */
-    long bad_at;    /* first differing offset, or -1 */
+    long total;  /* bytes to move */
+    long done;   /* bytes moved */
+    long bad_at; /* first differing offset, or -1 */
     int err;
 };
 
 /* Byte k of a stream is byte k % 8 of mix(seed, k / 8): any offset, any chunking. */
-static uint64_t mix(uint64_t seed, uint64_t word)
-{
+static uint64_t mix(uint64_t seed, uint64_t word) {
     uint64_t z = seed + word * 0x9E3779B97F4A7C15ULL;
 
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
@@ -208,8 +198,7 @@ static uint64_t mix(uint64_t seed, uint64_t word)
     return z ^ (z >> 31);
 }
 
-static void fill_at(uint64_t seed, long off, unsigned char *buf, int len)
-{
+static void fill_at(uint64_t seed, long off, unsigned char *buf, int len) {
     int i = 0;
 
     while (i < len) {
@@ -222,8 +211,7 @@ static void fill_at(uint64_t seed, long off, unsigned char *buf, int len)
 }
 
 /* Message sizes: random in [1, 1 MiB] (a quarter of them above 64 KiB). */
-static int next_size(struct prng *p, long left)
-{
+static int next_size(struct prng *p, long left) {
     uint64_t r = prng_next(p);
     long len = (long)(r % 4 == 0 ? (r >> 8) % MIB + 1 : (r >> 8) % 65536 + 1);
 
@@ -231,8 +219,7 @@ static int next_size(struct prng *p, long left)
 }
 
 /* Sender and receiver pick their sizes independently: it is a byte stream. */
-static void *sender(void *arg)
-{
+static void *sender(void *arg) {
     struct stream *st = arg;
     struct prng sizes;
     unsigned char *buf = malloc(MIB);
@@ -254,8 +241,7 @@ static void *sender(void *arg)
     return NULL;
 }
 
-static void *receiver(void *arg)
-{
+static void *receiver(void *arg) {
     struct stream *st = arg;
     struct prng sizes;
     unsigned char *buf = malloc(MIB), *want = malloc(MIB);
@@ -291,8 +277,7 @@ static void *receiver(void *arg)
  * @nconn connections between @snode and @cnode, each carrying @total bytes in
  * both directions at once (4 threads per connection).
  */
-static int integrity(int snode, int cnode, int nconn, long total)
-{
+static int integrity(int snode, int cnode, int nconn, long total) {
     struct stream st[4][4];
     pthread_t th[4][4];
     int i, j;
@@ -337,9 +322,15 @@ static int integrity(int snode, int cnode, int nconn, long total)
     return KSFT_PASS;
 }
 
-static int t_integrity_0_0(void) { return integrity(0, 0, 3, 24L * MIB); }
-static int t_integrity_0_1(void) { return integrity(1, 0, 3, 24L * MIB); }
-static int t_integrity_2_1(void) { return integrity(2, 1, 2, 16L * MIB); }
+static int t_integrity_0_0(void) {
+    return integrity(0, 0, 3, 24L * MIB);
+}
+static int t_integrity_0_1(void) {
+    return integrity(1, 0, 3, 24L * MIB);
+}
+static int t_integrity_2_1(void) {
+    return integrity(2, 1, 2, 16L * MIB);
+}
 
 /* ---- several threads on one endpoint ---- */
 
@@ -353,8 +344,7 @@ struct shared_send {
 #define SHARED_THREADS 6
 #define SHARED_MSG 3000
 
-static void *shared_sender(void *arg)
-{
+static void *shared_sender(void *arg) {
     struct shared_send *ss = arg;
     unsigned char buf[SHARED_MSG];
     int i;
@@ -369,8 +359,7 @@ static void *shared_sender(void *arg)
     return NULL;
 }
 
-static int t_shared_endpoint(void)
-{
+static int t_shared_endpoint(void) {
     struct shared_send ss[SHARED_THREADS];
     pthread_t th[SHARED_THREADS];
     long counts[SHARED_THREADS + 1] = {0}, total = 0, want;
@@ -389,8 +378,7 @@ static int t_shared_endpoint(void)
     want = (long)SHARED_THREADS * 200 * SHARED_MSG;
     /* Each byte names its sender; whatever the interleaving, the counts must add up. */
     while (total < want) {
-        r = scif_recv(s, buf, 65536 < want - total ? 65536 : (int)(want - total),
-                      SCIF_RECV_BLOCK);
+        r = scif_recv(s, buf, 65536 < want - total ? 65536 : (int)(want - total), SCIF_RECV_BLOCK);
         CHECK(r > 0, "recv: %d (%s)", r, strerror(errno));
         for (i = 0; i < r; i++) {
             CHECK(buf[i] >= 1 && buf[i] <= SHARED_THREADS, "stray byte %u", buf[i]);
@@ -416,21 +404,20 @@ static const struct scif_test tests[] = {
     {"send/recv of 0 bytes return 0", t_zero_len, 0},
     {"recv without SCIF_RECV_BLOCK returns what is queued", t_recv_partial, 0},
     {"send without SCIF_SEND_BLOCK moves what fits", t_send_partial, 0},
-    {"queue size: 4 KiB by default (ring_size), a non-blocking send takes that much",
-     t_queue_size, 0},
+    {"queue size: 4 KiB by default (ring_size), a non-blocking send takes that much", t_queue_size,
+     0},
     {"peer close: queued data is read first, then ECONNRESET", t_close_drain, 0},
     {"blocking recv collects bytes sent in pieces", t_block_pieces, 0},
-    {"byte stream, random sizes to 1 MiB, 3 connections both ways, node 0 <-> 0",
-     t_integrity_0_0, 300},
-    {"byte stream, random sizes to 1 MiB, 3 connections both ways, node 0 <-> 1",
-     t_integrity_0_1, 300},
-    {"byte stream, random sizes to 1 MiB, 2 connections both ways, node 1 <-> 2",
-     t_integrity_2_1, 300},
+    {"byte stream, random sizes to 1 MiB, 3 connections both ways, node 0 <-> 0", t_integrity_0_0,
+     300},
+    {"byte stream, random sizes to 1 MiB, 3 connections both ways, node 0 <-> 1", t_integrity_0_1,
+     300},
+    {"byte stream, random sizes to 1 MiB, 2 connections both ways, node 1 <-> 2", t_integrity_2_1,
+     300},
     {"6 threads sending on one endpoint deliver every byte", t_shared_endpoint, 0},
 };
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     if (access("/dev/scif", R_OK | W_OK))
         return ksft_exit_skip_all("/dev/scif missing: scif module not loaded");
     return run_tests(tests, ARRAY_SIZE(tests), argc, argv);

@@ -11,16 +11,14 @@
 
 #define WAIT_MS 30000
 
-static short poll1(int fd, short events, int timeout)
-{
+static short poll1(int fd, short events, int timeout) {
     struct pollfd p = {fd, events, 0};
     int r = poll(&p, 1, timeout);
 
     return r < 0 ? (short)-1 : p.revents;
 }
 
-static int nb_connect(int cnode, int snode)
-{
+static int nb_connect(int cnode, int snode) {
     struct scif_portID dst = {(uint16_t)snode, 0}, peer;
     uint16_t port;
     int l, c, n, r;
@@ -39,8 +37,8 @@ static int nb_connect(int cnode, int snode)
     CHECK_OK(fcntl(c, F_SETFL, fcntl(c, F_GETFL) | O_NONBLOCK));
     errno = 0;
     r = scif_connect(c, &dst);
-    CHECK(r == -1 && errno == EINPROGRESS, "non-blocking connect: ret %d errno %d (%s)", r,
-          errno, strerror(errno));
+    CHECK(r == -1 && errno == EINPROGRESS, "non-blocking connect: ret %d errno %d (%s)", r, errno,
+          strerror(errno));
     /* Not connected yet: sending is refused. */
     CHECK(scif_send(c, "x", 1, 0) < 0, "send before the connection completed");
     ev = poll1(l, POLLIN, WAIT_MS);
@@ -56,12 +54,17 @@ static int nb_connect(int cnode, int snode)
     return KSFT_PASS;
 }
 
-static int t_nb_connect_0_0(void) { return nb_connect(0, 0); }
-static int t_nb_connect_1_0(void) { return nb_connect(1, 0); }
-static int t_nb_connect_0_1(void) { return nb_connect(0, 1); }
+static int t_nb_connect_0_0(void) {
+    return nb_connect(0, 0);
+}
+static int t_nb_connect_1_0(void) {
+    return nb_connect(1, 0);
+}
+static int t_nb_connect_0_1(void) {
+    return nb_connect(0, 1);
+}
 
-static int t_nb_connect_refused(void)
-{
+static int t_nb_connect_refused(void) {
     struct scif_portID dst = {0, 0};
     int c = scif_open(), r, b = scif_open();
     short ev;
@@ -83,8 +86,7 @@ static int t_nb_connect_refused(void)
     return KSFT_PASS;
 }
 
-static int t_nb_accept(void)
-{
+static int t_nb_accept(void) {
     uint16_t port;
     int l = make_listener(0, 0, 4, &port), n;
     struct scif_portID peer;
@@ -97,8 +99,7 @@ static int t_nb_accept(void)
     return KSFT_PASS;
 }
 
-static int t_poll_idle(void)
-{
+static int t_poll_idle(void) {
     int s, c;
     short ev;
 
@@ -110,8 +111,7 @@ static int t_poll_idle(void)
     return KSFT_PASS;
 }
 
-static int t_poll_in(void)
-{
+static int t_poll_in(void) {
     int s, c;
     short ev;
     char buf[4];
@@ -127,8 +127,7 @@ static int t_poll_in(void)
 }
 
 /* A blocked poll is woken by the data. */
-static void *late_send(void *arg)
-{
+static void *late_send(void *arg) {
     int epd = *(int *)arg;
 
     sleep_ms(300);
@@ -136,8 +135,7 @@ static void *late_send(void *arg)
     return NULL;
 }
 
-static int t_poll_wakeup(void)
-{
+static int t_poll_wakeup(void) {
     int s, c;
     short ev;
     pthread_t th;
@@ -150,8 +148,7 @@ static int t_poll_wakeup(void)
     return KSFT_PASS;
 }
 
-static int t_poll_out_full(void)
-{
+static int t_poll_out_full(void) {
     static char buf[1 << 20];
     int s, c, r, i;
     long queued = 0;
@@ -179,8 +176,7 @@ static int t_poll_out_full(void)
     return KSFT_PASS;
 }
 
-static int t_poll_hup(void)
-{
+static int t_poll_hup(void) {
     int s, c;
     short ev;
     char buf[8];
@@ -198,8 +194,7 @@ static int t_poll_hup(void)
     return KSFT_PASS;
 }
 
-static int t_scif_poll(void)
-{
+static int t_scif_poll(void) {
     struct scif_pollepd pe[3];
     uint16_t port;
     int s, c, l = make_listener(0, 0, 4, &port), r;
@@ -239,8 +234,7 @@ static const struct scif_test tests[] = {
     {"scif_poll reports per-endpoint events", t_scif_poll, 0},
 };
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     if (access("/dev/scif", R_OK | W_OK))
         return ksft_exit_skip_all("/dev/scif missing: scif module not loaded");
     return run_tests(tests, ARRAY_SIZE(tests), argc, argv);

@@ -46,8 +46,7 @@ static int test_reason_fd = -1;
 
 /* Diagnostic line, printed as a TAP comment. */
 static inline void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static inline void diag(const char *fmt, ...)
-{
+static inline void diag(const char *fmt, ...) {
     va_list ap;
     char buf[512];
 
@@ -60,8 +59,7 @@ static inline void diag(const char *fmt, ...)
 
 /* Record why a behaviour is skipped; use as "return test_skip(...)". */
 static inline int test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static inline int test_skip(const char *fmt, ...)
-{
+static inline int test_skip(const char *fmt, ...) {
     va_list ap;
     char buf[200];
     int n;
@@ -82,7 +80,7 @@ static inline int test_skip(const char *fmt, ...)
 #define CHECK(cond, ...)                                                                           \
     do {                                                                                           \
         if (!(cond)) {                                                                             \
-            diag("%s:%d: check failed: %s", __FILE__, __LINE__, #cond);                           \
+            diag("%s:%d: check failed: %s", __FILE__, __LINE__, #cond);                            \
             diag(__VA_ARGS__);                                                                     \
             return KSFT_FAIL;                                                                      \
         }                                                                                          \
@@ -114,16 +112,14 @@ static inline int test_skip(const char *fmt, ...)
         }                                                                                          \
     } while (0)
 
-static inline double now_sec(void)
-{
+static inline double now_sec(void) {
     struct timespec ts;
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static inline void sleep_ms(long ms)
-{
+static inline void sleep_ms(long ms) {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
 
     while (nanosleep(&ts, &ts) && errno == EINTR)
@@ -131,8 +127,7 @@ static inline void sleep_ms(long ms)
 }
 
 /* Run one behaviour in a child; returns KSFT_PASS/FAIL/SKIP, reason in buf. */
-static inline int run_one(const struct scif_test *t, char *reason, size_t rlen)
-{
+static inline int run_one(const struct scif_test *t, char *reason, size_t rlen) {
     unsigned int timeout = t->timeout ? t->timeout : TEST_DEFAULT_TIMEOUT;
     const char *scale = getenv("SCIF_TEST_TIMEOUT_SCALE");
     int pfd[2], status = 0, result;
@@ -220,8 +215,7 @@ static inline int run_one(const struct scif_test *t, char *reason, size_t rlen)
  * Run the table.  With arguments, only behaviours whose name contains one of
  * them run (the others are reported as skipped), to ease debugging.
  */
-static inline int run_tests(const struct scif_test *tests, size_t n, int argc, char **argv)
-{
+static inline int run_tests(const struct scif_test *tests, size_t n, int argc, char **argv) {
     char reason[256];
     size_t i;
 
@@ -242,8 +236,7 @@ static inline int run_tests(const struct scif_test *tests, size_t n, int argc, c
         if (r == KSFT_PASS) {
             ksft_test_result_pass("%s", tests[i].name);
         } else if (r == KSFT_SKIP) {
-            ksft_test_result_skip(reason[0] ? reason : "precondition missing", "%s",
-                                  tests[i].name);
+            ksft_test_result_skip(reason[0] ? reason : "precondition missing", "%s", tests[i].name);
         } else {
             if (reason[0])
                 diag("%s: %s", tests[i].name, reason);
@@ -256,8 +249,7 @@ static inline int run_tests(const struct scif_test *tests, size_t n, int argc, c
 /* ---- SCIF helpers ---- */
 
 /* Open an endpoint acting as @node: node 0 via scif_open(), others via /dev/scifN. */
-static inline int ep_open(int node)
-{
+static inline int ep_open(int node) {
     char path[32];
 
     if (node == 0)
@@ -267,8 +259,7 @@ static inline int ep_open(int node)
 }
 
 /* Number of emulated nodes the module was loaded with, or -1 if unknown. */
-static inline int module_nodes_param(void)
-{
+static inline int module_nodes_param(void) {
     FILE *f = fopen("/sys/module/scif/parameters/nodes", "r");
     int n = -1;
 
@@ -281,8 +272,7 @@ static inline int module_nodes_param(void)
 }
 
 /* Highest online node id as seen from node 0, or -1 on error. */
-static inline int max_node(void)
-{
+static inline int max_node(void) {
     uint16_t nodes[64], self = 0xffff;
     int n, i, max = -1;
 
@@ -297,12 +287,11 @@ static inline int max_node(void)
 #define REQUIRE_NODE(node)                                                                         \
     do {                                                                                           \
         if (max_node() < (node))                                                                   \
-            return test_skip("node %d not online (load scif with nodes=%d)", (node), (node));    \
+            return test_skip("node %d not online (load scif with nodes=%d)", (node), (node));      \
     } while (0)
 
 /* Bound, listening endpoint on @node; port 0 picks one.  Returns epd or -1. */
-static inline int make_listener(int node, uint16_t port, int backlog, uint16_t *bound)
-{
+static inline int make_listener(int node, uint16_t port, int backlog, uint16_t *bound) {
     int epd = ep_open(node), p;
 
     if (epd < 0)
@@ -328,8 +317,7 @@ struct connect_job {
     volatile int done; /* set (release) once ret/err are final */
 };
 
-static inline void *connect_thread(void *arg)
-{
+static inline void *connect_thread(void *arg) {
     struct connect_job *j = (struct connect_job *)arg;
 
     errno = 0;
@@ -343,8 +331,7 @@ static inline void *connect_thread(void *arg)
  * Connected pair: *client acts as @cnode, *server (the accepted endpoint)
  * acts as @snode.  Returns 0, or -1 with a diagnostic.
  */
-static inline int connect_pair(int snode, int cnode, int *server, int *client)
-{
+static inline int connect_pair(int snode, int cnode, int *server, int *client) {
     struct connect_job job;
     struct scif_portID peer;
     uint16_t port;
@@ -412,15 +399,13 @@ static inline int connect_pair(int snode, int cnode, int *server, int *client)
 }
 
 /* Send/receive exactly len bytes with the blocking flags. */
-static inline int send_all(int epd, const void *buf, int len)
-{
+static inline int send_all(int epd, const void *buf, int len) {
     int r = scif_send(epd, (void *)buf, len, SCIF_SEND_BLOCK);
 
     return r == len ? 0 : -1;
 }
 
-static inline int recv_all(int epd, void *buf, int len)
-{
+static inline int recv_all(int epd, void *buf, int len) {
     int r = scif_recv(epd, buf, len, SCIF_RECV_BLOCK);
 
     return r == len ? 0 : -1;
@@ -431,16 +416,14 @@ struct prng {
     uint64_t s;
 };
 
-static inline uint64_t prng_next(struct prng *p)
-{
+static inline uint64_t prng_next(struct prng *p) {
     p->s ^= p->s >> 12;
     p->s ^= p->s << 25;
     p->s ^= p->s >> 27;
     return p->s * 2685821657736338717ULL;
 }
 
-static inline void prng_init(struct prng *p, uint64_t seed)
-{
+static inline void prng_init(struct prng *p, uint64_t seed) {
     p->s = seed * 0x9E3779B97F4A7C15ULL + 1;
     if (!p->s)
         p->s = 1;

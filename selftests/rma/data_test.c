@@ -9,375 +9,392 @@
  */
 #include "rma_test.h"
 
-#define WIN (4UL << 20)		/* each side: two windows of WIN / 2 */
-#define ROFF 0x10000000L	/* peer's windows */
-#define LOFF 0x20000000L	/* local windows */
+#define WIN (4UL << 20)  /* each side: two windows of WIN / 2 */
+#define ROFF 0x10000000L /* peer's windows */
+#define LOFF 0x20000000L /* local windows */
 
 enum { OP_READFROM, OP_WRITETO, OP_VREADFROM, OP_VWRITETO, OP_N };
-static const char *const op_name[OP_N] = { "readfrom", "writeto", "vreadfrom",
-					  "vwriteto" };
+static const char *const op_name[OP_N] = {"readfrom", "writeto", "vreadfrom", "vwriteto"};
 
 struct side {
-	int srv, cli;
-	uint8_t *rbuf;		/* server memory behind the peer windows */
-	uint8_t *lbuf;		/* client memory behind the local windows */
-	uint8_t *ubuf;		/* client user memory for v* calls */
+    int srv, cli;
+    uint8_t *rbuf; /* server memory behind the peer windows */
+    uint8_t *lbuf; /* client memory behind the local windows */
+    uint8_t *ubuf; /* client user memory for v* calls */
 };
 
-static int setup(struct side *s, int snode, int cnode)
-{
-	if (connect_pair(snode, cnode, &s->srv, &s->cli))
-		return -1;
-	s->rbuf = map_anon(WIN);
-	s->lbuf = map_anon(WIN);
-	s->ubuf = map_anon(WIN + PAGE);
-	if (!s->rbuf || !s->lbuf || !s->ubuf)
-		return -1;
-	/* Two contiguous windows per side so ranges may cross them. */
-	if (scif_register(s->srv, s->rbuf, WIN / 2, ROFF, SCIF_PROT_READ | SCIF_PROT_WRITE,
-			  SCIF_MAP_FIXED) != ROFF ||
-	    scif_register(s->srv, s->rbuf + WIN / 2, WIN / 2, ROFF + WIN / 2,
-			  SCIF_PROT_READ | SCIF_PROT_WRITE, SCIF_MAP_FIXED) != (off_t)(ROFF + WIN / 2) ||
-	    scif_register(s->cli, s->lbuf, WIN / 2, LOFF, SCIF_PROT_READ | SCIF_PROT_WRITE,
-			  SCIF_MAP_FIXED) != LOFF ||
-	    scif_register(s->cli, s->lbuf + WIN / 2, WIN / 2, LOFF + WIN / 2,
-			  SCIF_PROT_READ | SCIF_PROT_WRITE, SCIF_MAP_FIXED) != (off_t)(LOFF + WIN / 2)) {
-		diag("register: %s", strerror(errno));
-		return -1;
-	}
-	return 0;
+static int setup(struct side *s, int snode, int cnode) {
+    if (connect_pair(snode, cnode, &s->srv, &s->cli))
+        return -1;
+    s->rbuf = map_anon(WIN);
+    s->lbuf = map_anon(WIN);
+    s->ubuf = map_anon(WIN + PAGE);
+    if (!s->rbuf || !s->lbuf || !s->ubuf)
+        return -1;
+    /* Two contiguous windows per side so ranges may cross them. */
+    if (scif_register(s->srv, s->rbuf, WIN / 2, ROFF, SCIF_PROT_READ | SCIF_PROT_WRITE,
+                      SCIF_MAP_FIXED) != ROFF ||
+        scif_register(s->srv, s->rbuf + WIN / 2, WIN / 2, ROFF + WIN / 2,
+                      SCIF_PROT_READ | SCIF_PROT_WRITE,
+                      SCIF_MAP_FIXED) != (off_t)(ROFF + WIN / 2) ||
+        scif_register(s->cli, s->lbuf, WIN / 2, LOFF, SCIF_PROT_READ | SCIF_PROT_WRITE,
+                      SCIF_MAP_FIXED) != LOFF ||
+        scif_register(s->cli, s->lbuf + WIN / 2, WIN / 2, LOFF + WIN / 2,
+                      SCIF_PROT_READ | SCIF_PROT_WRITE,
+                      SCIF_MAP_FIXED) != (off_t)(LOFF + WIN / 2)) {
+        diag("register: %s", strerror(errno));
+        return -1;
+    }
+    return 0;
 }
 
-static size_t rand_len(struct prng *p)
-{
-	switch (prng_next(p) % 5) {
-	case 0:
-		return 1 + prng_next(p) % 64;
-	case 1:
-		return 1 + prng_next(p) % PAGE;
-	case 2:
-		return 1 + prng_next(p) % (3 * PAGE);
-	case 3:
-		return 1 + prng_next(p) % (256 * 1024);
-	default:
-		return 1 + prng_next(p) % (WIN - 1);
-	}
+static size_t rand_len(struct prng *p) {
+    switch (prng_next(p) % 5) {
+    case 0:
+        return 1 + prng_next(p) % 64;
+    case 1:
+        return 1 + prng_next(p) % PAGE;
+    case 2:
+        return 1 + prng_next(p) % (3 * PAGE);
+    case 3:
+        return 1 + prng_next(p) % (256 * 1024);
+    default:
+        return 1 + prng_next(p) % (WIN - 1);
+    }
 }
 
 /* One random operation; returns KSFT_PASS or KSFT_FAIL. */
-static int one_op(struct side *s, struct prng *p, int op, int flags, size_t len, uint64_t seed)
-{
-	size_t roff = prng_next(p) % (WIN - len + 1);
-	size_t loff = prng_next(p) % (WIN - len + 1);
-	size_t uoff = prng_next(p) % (PAGE + 1);
-	uint8_t *src, *dst;
-	int r, mark;
+static int one_op(struct side *s, struct prng *p, int op, int flags, size_t len, uint64_t seed) {
+    size_t roff = prng_next(p) % (WIN - len + 1);
+    size_t loff = prng_next(p) % (WIN - len + 1);
+    size_t uoff = prng_next(p) % (PAGE + 1);
+    uint8_t *src, *dst;
+    int r, mark;
 
-	if (uoff + len > WIN + PAGE)
-		uoff = 0;
-	switch (op) {
-	case OP_READFROM:
-		src = s->rbuf + roff;
-		dst = s->lbuf + loff;
-		break;
-	case OP_WRITETO:
-		src = s->lbuf + loff;
-		dst = s->rbuf + roff;
-		break;
-	case OP_VREADFROM:
-		src = s->rbuf + roff;
-		dst = s->ubuf + uoff;
-		break;
-	default:
-		src = s->ubuf + uoff;
-		dst = s->rbuf + roff;
-		break;
-	}
-	fill(src, len, seed);
-	memset(dst, 0x5a, len);
-	switch (op) {
-	case OP_READFROM:
-		r = scif_readfrom(s->cli, LOFF + loff, len, ROFF + roff, flags);
-		break;
-	case OP_WRITETO:
-		r = scif_writeto(s->cli, LOFF + loff, len, ROFF + roff, flags);
-		break;
-	case OP_VREADFROM:
-		r = scif_vreadfrom(s->cli, dst, len, ROFF + roff, flags);
-		break;
-	default:
-		r = scif_vwriteto(s->cli, src, len, ROFF + roff, flags);
-		break;
-	}
-	if (r) {
-		diag("%s len %zu flags %#x: %s", op_name[op], len, flags, strerror(errno));
-		return KSFT_FAIL;
-	}
-	if (!(flags & SCIF_RMA_SYNC)) {
-		if (scif_fence_mark(s->cli, SCIF_FENCE_INIT_SELF, &mark) ||
-		    scif_fence_wait(s->cli, mark)) {
-			diag("fence: %s", strerror(errno));
-			return KSFT_FAIL;
-		}
-	}
-	if (memcmp(src, dst, len)) {
-		diag("%s len %zu roff %zu loff %zu uoff %zu flags %#x: byte %lld differs",
-		     op_name[op], len, roff, loff, uoff, flags, first_diff(src, dst, len));
-		return KSFT_FAIL;
-	}
-	return KSFT_PASS;
+    if (uoff + len > WIN + PAGE)
+        uoff = 0;
+    switch (op) {
+    case OP_READFROM:
+        src = s->rbuf + roff;
+        dst = s->lbuf + loff;
+        break;
+    case OP_WRITETO:
+        src = s->lbuf + loff;
+        dst = s->rbuf + roff;
+        break;
+    case OP_VREADFROM:
+        src = s->rbuf + roff;
+        dst = s->ubuf + uoff;
+        break;
+    default:
+        src = s->ubuf + uoff;
+        dst = s->rbuf + roff;
+        break;
+    }
+    fill(src, len, seed);
+    memset(dst, 0x5a, len);
+    switch (op) {
+    case OP_READFROM:
+        r = scif_readfrom(s->cli, LOFF + loff, len, ROFF + roff, flags);
+        break;
+    case OP_WRITETO:
+        r = scif_writeto(s->cli, LOFF + loff, len, ROFF + roff, flags);
+        break;
+    case OP_VREADFROM:
+        r = scif_vreadfrom(s->cli, dst, len, ROFF + roff, flags);
+        break;
+    default:
+        r = scif_vwriteto(s->cli, src, len, ROFF + roff, flags);
+        break;
+    }
+    if (r) {
+        diag("%s len %zu flags %#x: %s", op_name[op], len, flags, strerror(errno));
+        return KSFT_FAIL;
+    }
+    if (!(flags & SCIF_RMA_SYNC)) {
+        if (scif_fence_mark(s->cli, SCIF_FENCE_INIT_SELF, &mark) || scif_fence_wait(s->cli, mark)) {
+            diag("fence: %s", strerror(errno));
+            return KSFT_FAIL;
+        }
+    }
+    if (memcmp(src, dst, len)) {
+        diag("%s len %zu roff %zu loff %zu uoff %zu flags %#x: byte %lld differs", op_name[op], len,
+             roff, loff, uoff, flags, first_diff(src, dst, len));
+        return KSFT_FAIL;
+    }
+    return KSFT_PASS;
 }
 
-static int random_ops(int snode, int cnode, int iters, int cpu)
-{
-	struct side s;
-	struct prng p;
-	int i;
+static int random_ops(int snode, int cnode, int iters, int cpu) {
+    struct side s;
+    struct prng p;
+    int i;
 
-	if (snode > 0 || cnode > 0)
-		REQUIRE_NODE(1);
-	REQ(setup(&s, snode, cnode) == 0);
-	prng_init(&p, 0x5c1f + snode * 7 + cnode * 13 + cpu);
-	for (i = 0; i < iters; i++) {
-		int op = (int)(prng_next(&p) % OP_N);
-		int flags = (int)(prng_next(&p) % 16) & ~SCIF_RMA_USECPU;
+    if (snode > 0 || cnode > 0)
+        REQUIRE_NODE(1);
+    REQ(setup(&s, snode, cnode) == 0);
+    prng_init(&p, 0x5c1f + snode * 7 + cnode * 13 + cpu);
+    for (i = 0; i < iters; i++) {
+        int op = (int)(prng_next(&p) % OP_N);
+        int flags = (int)(prng_next(&p) % 16) & ~SCIF_RMA_USECPU;
 
-		if (cpu)
-			flags |= SCIF_RMA_USECPU;
-		if (one_op(&s, &p, op, flags, rand_len(&p), prng_next(&p)))
-			return KSFT_FAIL;
-	}
-	return KSFT_PASS;
+        if (cpu)
+            flags |= SCIF_RMA_USECPU;
+        if (one_op(&s, &p, op, flags, rand_len(&p), prng_next(&p)))
+            return KSFT_FAIL;
+    }
+    return KSFT_PASS;
 }
 
-static int t_loop_cpu(void) { return random_ops(0, 0, 300, 1); }
-static int t_loop_dma(void) { return random_ops(0, 0, 300, 0); }
-static int t_node_cpu(void) { return random_ops(1, 0, 150, 1); }
-static int t_node_dma(void) { return random_ops(0, 1, 150, 0); }
+static int t_loop_cpu(void) {
+    return random_ops(0, 0, 300, 1);
+}
+static int t_loop_dma(void) {
+    return random_ops(0, 0, 300, 0);
+}
+static int t_node_cpu(void) {
+    return random_ops(1, 0, 150, 1);
+}
+static int t_node_dma(void) {
+    return random_ops(0, 1, 150, 0);
+}
 
 /* Every call at every alignment class of a small range, sync, both movers. */
-static int t_alignments(void)
-{
-	static const size_t lens[] = { 1, 7, 63, 64, 65, 127, 4095, 4096, 4097, 8191, 12289 };
-	static const size_t offs[] = { 0, 1, 8, 63, 64, 65, 4095 };
-	struct side s;
-	struct prng p;
-	size_t a, b, c;
-	int op, cpu;
+static int t_alignments(void) {
+    static const size_t lens[] = {1, 7, 63, 64, 65, 127, 4095, 4096, 4097, 8191, 12289};
+    static const size_t offs[] = {0, 1, 8, 63, 64, 65, 4095};
+    struct side s;
+    struct prng p;
+    size_t a, b, c;
+    int op, cpu;
 
-	REQUIRE_NODE(1);
-	REQ(setup(&s, 0, 1) == 0);
-	prng_init(&p, 42);
-	for (op = 0; op < OP_N; op++)
-		for (a = 0; a < ARRAY_SIZE(lens); a++)
-			for (b = 0; b < ARRAY_SIZE(offs); b++)
-				for (cpu = 0; cpu < 2; cpu++) {
-					size_t len = lens[a], o = offs[b];
-					int flags = SCIF_RMA_SYNC | (cpu ? SCIF_RMA_USECPU : 0);
-					uint8_t *src, *dst;
-					int r;
+    REQUIRE_NODE(1);
+    REQ(setup(&s, 0, 1) == 0);
+    prng_init(&p, 42);
+    for (op = 0; op < OP_N; op++)
+        for (a = 0; a < ARRAY_SIZE(lens); a++)
+            for (b = 0; b < ARRAY_SIZE(offs); b++)
+                for (cpu = 0; cpu < 2; cpu++) {
+                    size_t len = lens[a], o = offs[b];
+                    int flags = SCIF_RMA_SYNC | (cpu ? SCIF_RMA_USECPU : 0);
+                    uint8_t *src, *dst;
+                    int r;
 
-					c = (o * 3 + 5) % 4096;
-					fill(s.rbuf + o, len, a * 100 + b);
-					fill(s.lbuf + c, len, a * 100 + b + 1);
-					fill(s.ubuf + c, len, a * 100 + b + 2);
-					switch (op) {
-					case OP_READFROM:
-						src = s.rbuf + o; dst = s.lbuf + c;
-						memset(dst, 0, len);
-						r = scif_readfrom(s.cli, LOFF + c, len, ROFF + o, flags);
-						break;
-					case OP_WRITETO:
-						src = s.lbuf + c; dst = s.rbuf + o;
-						memset(dst, 0, len);
-						r = scif_writeto(s.cli, LOFF + c, len, ROFF + o, flags);
-						break;
-					case OP_VREADFROM:
-						src = s.rbuf + o; dst = s.ubuf + c;
-						memset(dst, 0, len);
-						r = scif_vreadfrom(s.cli, dst, len, ROFF + o, flags);
-						break;
-					default:
-						src = s.ubuf + c; dst = s.rbuf + o;
-						memset(dst, 0, len);
-						r = scif_vwriteto(s.cli, src, len, ROFF + o, flags);
-						break;
-					}
-					REQ(r == 0);
-					if (memcmp(src, dst, len)) {
-						diag("%s len %zu off %zu/%zu cpu %d: byte %lld", op_name[op],
-						     len, o, c, cpu, first_diff(src, dst, len));
-						return KSFT_FAIL;
-					}
-				}
-	return KSFT_PASS;
+                    c = (o * 3 + 5) % 4096;
+                    fill(s.rbuf + o, len, a * 100 + b);
+                    fill(s.lbuf + c, len, a * 100 + b + 1);
+                    fill(s.ubuf + c, len, a * 100 + b + 2);
+                    switch (op) {
+                    case OP_READFROM:
+                        src = s.rbuf + o;
+                        dst = s.lbuf + c;
+                        memset(dst, 0, len);
+                        r = scif_readfrom(s.cli, LOFF + c, len, ROFF + o, flags);
+                        break;
+                    case OP_WRITETO:
+                        src = s.lbuf + c;
+                        dst = s.rbuf + o;
+                        memset(dst, 0, len);
+                        r = scif_writeto(s.cli, LOFF + c, len, ROFF + o, flags);
+                        break;
+                    case OP_VREADFROM:
+                        src = s.rbuf + o;
+                        dst = s.ubuf + c;
+                        memset(dst, 0, len);
+                        r = scif_vreadfrom(s.cli, dst, len, ROFF + o, flags);
+                        break;
+                    default:
+                        src = s.ubuf + c;
+                        dst = s.rbuf + o;
+                        memset(dst, 0, len);
+                        r = scif_vwriteto(s.cli, src, len, ROFF + o, flags);
+                        break;
+                    }
+                    REQ(r == 0);
+                    if (memcmp(src, dst, len)) {
+                        diag("%s len %zu off %zu/%zu cpu %d: byte %lld", op_name[op], len, o, c,
+                             cpu, first_diff(src, dst, len));
+                        return KSFT_FAIL;
+                    }
+                }
+    return KSFT_PASS;
 }
 
 /* 64 MiB in one call, each of the four calls, sync and async. */
-static int t_large(void)
-{
-	const size_t big = 64UL << 20;
-	uint8_t *r = map_anon(big), *l = map_anon(big), *u = map_anon(big);
-	int srv, cli, mark, i;
+static int t_large(void) {
+    const size_t big = 64UL << 20;
+    uint8_t *r = map_anon(big), *l = map_anon(big), *u = map_anon(big);
+    int srv, cli, mark, i;
 
-	REQUIRE_NODE(1);
-	REQ(r && l && u);
-	REQ(connect_pair(0, 1, &srv, &cli) == 0);
-	REQ(scif_register(srv, r, big, 0, SCIF_PROT_READ | SCIF_PROT_WRITE, SCIF_MAP_FIXED) == 0);
-	REQ(scif_register(cli, l, big, 0, SCIF_PROT_READ | SCIF_PROT_WRITE, SCIF_MAP_FIXED) == 0);
-	for (i = 0; i < 8; i++) {
-		int op = i % 4, flags = i < 4 ? SCIF_RMA_SYNC : 0;
-		uint8_t *src = op == OP_READFROM || op == OP_VREADFROM ? r : (op == OP_WRITETO ? l : u);
-		uint8_t *dst = op == OP_READFROM ? l : (op == OP_VREADFROM ? u : r);
+    REQUIRE_NODE(1);
+    REQ(r && l && u);
+    REQ(connect_pair(0, 1, &srv, &cli) == 0);
+    REQ(scif_register(srv, r, big, 0, SCIF_PROT_READ | SCIF_PROT_WRITE, SCIF_MAP_FIXED) == 0);
+    REQ(scif_register(cli, l, big, 0, SCIF_PROT_READ | SCIF_PROT_WRITE, SCIF_MAP_FIXED) == 0);
+    for (i = 0; i < 8; i++) {
+        int op = i % 4, flags = i < 4 ? SCIF_RMA_SYNC : 0;
+        uint8_t *src = op == OP_READFROM || op == OP_VREADFROM ? r : (op == OP_WRITETO ? l : u);
+        uint8_t *dst = op == OP_READFROM ? l : (op == OP_VREADFROM ? u : r);
 
-		fill(src, big, 1000 + i);
-		memset(dst, 0, big);
-		switch (op) {
-		case OP_READFROM: REQ(scif_readfrom(cli, 0, big, 0, flags) == 0); break;
-		case OP_WRITETO: REQ(scif_writeto(cli, 0, big, 0, flags) == 0); break;
-		case OP_VREADFROM: REQ(scif_vreadfrom(cli, u, big, 0, flags) == 0); break;
-		default: REQ(scif_vwriteto(cli, u, big, 0, flags) == 0); break;
-		}
-		REQ(scif_fence_mark(cli, SCIF_FENCE_INIT_SELF, &mark) == 0);
-		REQ(scif_fence_wait(cli, mark) == 0);
-		if (memcmp(src, dst, big)) {
-			diag("64 MiB %s flags %#x: byte %lld", op_name[op], flags,
-			     first_diff(src, dst, big));
-			return KSFT_FAIL;
-		}
-	}
-	return KSFT_PASS;
+        fill(src, big, 1000 + i);
+        memset(dst, 0, big);
+        switch (op) {
+        case OP_READFROM:
+            REQ(scif_readfrom(cli, 0, big, 0, flags) == 0);
+            break;
+        case OP_WRITETO:
+            REQ(scif_writeto(cli, 0, big, 0, flags) == 0);
+            break;
+        case OP_VREADFROM:
+            REQ(scif_vreadfrom(cli, u, big, 0, flags) == 0);
+            break;
+        default:
+            REQ(scif_vwriteto(cli, u, big, 0, flags) == 0);
+            break;
+        }
+        REQ(scif_fence_mark(cli, SCIF_FENCE_INIT_SELF, &mark) == 0);
+        REQ(scif_fence_wait(cli, mark) == 0);
+        if (memcmp(src, dst, big)) {
+            diag("64 MiB %s flags %#x: byte %lld", op_name[op], flags, first_diff(src, dst, big));
+            return KSFT_FAIL;
+        }
+    }
+    return KSFT_PASS;
 }
 
 /* Many asynchronous transfers in flight, then one fence. */
-static int t_async_many(void)
-{
-	struct side s;
-	int i, mark;
+static int t_async_many(void) {
+    struct side s;
+    int i, mark;
 
-	REQUIRE_NODE(1);
-	REQ(setup(&s, 0, 1) == 0);
-	fill(s.rbuf, WIN, 77);
-	memset(s.ubuf, 0, WIN);
-	for (i = 0; i < 64; i++) {
-		size_t chunk = WIN / 64;
+    REQUIRE_NODE(1);
+    REQ(setup(&s, 0, 1) == 0);
+    fill(s.rbuf, WIN, 77);
+    memset(s.ubuf, 0, WIN);
+    for (i = 0; i < 64; i++) {
+        size_t chunk = WIN / 64;
 
-		REQ(scif_vreadfrom(s.cli, s.ubuf + i * chunk, chunk, ROFF + i * chunk,
-				     i & 1 ? SCIF_RMA_USECPU : 0) == 0);
-	}
-	REQ(scif_fence_mark(s.cli, SCIF_FENCE_INIT_SELF, &mark) == 0);
-	REQ(scif_fence_wait(s.cli, mark) == 0);
-	REQ(memcmp(s.ubuf, s.rbuf, WIN) == 0);
-	return KSFT_PASS;
+        REQ(scif_vreadfrom(s.cli, s.ubuf + i * chunk, chunk, ROFF + i * chunk,
+                           i & 1 ? SCIF_RMA_USECPU : 0) == 0);
+    }
+    REQ(scif_fence_mark(s.cli, SCIF_FENCE_INIT_SELF, &mark) == 0);
+    REQ(scif_fence_wait(s.cli, mark) == 0);
+    REQ(memcmp(s.ubuf, s.rbuf, WIN) == 0);
+    return KSFT_PASS;
 }
 
 struct thr {
-	struct side *s;
-	int idx;
-	int ret;
+    struct side *s;
+    int idx;
+    int ret;
 };
 
 /* Each thread owns a quarter of every buffer. */
-static void *thr_fn(void *arg)
-{
-	struct thr *t = (struct thr *)arg;
-	struct side *s = t->s;
-	size_t q = WIN / 4, base = t->idx * q;
-	struct prng p;
-	int i, mark;
+static void *thr_fn(void *arg) {
+    struct thr *t = (struct thr *)arg;
+    struct side *s = t->s;
+    size_t q = WIN / 4, base = t->idx * q;
+    struct prng p;
+    int i, mark;
 
-	prng_init(&p, 900 + t->idx);
-	t->ret = KSFT_PASS;
-	for (i = 0; i < 60; i++) {
-		size_t len = 1 + prng_next(&p) % (q - 1);
-		size_t off = base + prng_next(&p) % (q - len + 1);
-		int op = (int)(prng_next(&p) % OP_N);
-		int flags = (int)(prng_next(&p) % 16);
-		uint8_t *src, *dst;
-		int r;
+    prng_init(&p, 900 + t->idx);
+    t->ret = KSFT_PASS;
+    for (i = 0; i < 60; i++) {
+        size_t len = 1 + prng_next(&p) % (q - 1);
+        size_t off = base + prng_next(&p) % (q - len + 1);
+        int op = (int)(prng_next(&p) % OP_N);
+        int flags = (int)(prng_next(&p) % 16);
+        uint8_t *src, *dst;
+        int r;
 
-		src = op == OP_READFROM || op == OP_VREADFROM ? s->rbuf + off
-			: (op == OP_WRITETO ? s->lbuf + off : s->ubuf + off);
-		dst = op == OP_READFROM ? s->lbuf + off
-			: (op == OP_VREADFROM ? s->ubuf + off : s->rbuf + off);
-		fill(src, len, prng_next(&p));
-		memset(dst, 0, len);
-		switch (op) {
-		case OP_READFROM: r = scif_readfrom(s->cli, LOFF + off, len, ROFF + off, flags); break;
-		case OP_WRITETO: r = scif_writeto(s->cli, LOFF + off, len, ROFF + off, flags); break;
-		case OP_VREADFROM: r = scif_vreadfrom(s->cli, dst, len, ROFF + off, flags); break;
-		default: r = scif_vwriteto(s->cli, src, len, ROFF + off, flags); break;
-		}
-		/* The fence covers every thread's transfers: enough for ours. */
-		if (r || scif_fence_mark(s->cli, SCIF_FENCE_INIT_SELF, &mark) ||
-		    scif_fence_wait(s->cli, mark) || memcmp(src, dst, len)) {
-			diag("thread %d %s len %zu flags %#x failed (%s)", t->idx, op_name[op],
-			     len, flags, r ? strerror(errno) : "data");
-			t->ret = KSFT_FAIL;
-			return NULL;
-		}
-	}
-	return NULL;
+        src = op == OP_READFROM || op == OP_VREADFROM
+                  ? s->rbuf + off
+                  : (op == OP_WRITETO ? s->lbuf + off : s->ubuf + off);
+        dst = op == OP_READFROM ? s->lbuf + off
+                                : (op == OP_VREADFROM ? s->ubuf + off : s->rbuf + off);
+        fill(src, len, prng_next(&p));
+        memset(dst, 0, len);
+        switch (op) {
+        case OP_READFROM:
+            r = scif_readfrom(s->cli, LOFF + off, len, ROFF + off, flags);
+            break;
+        case OP_WRITETO:
+            r = scif_writeto(s->cli, LOFF + off, len, ROFF + off, flags);
+            break;
+        case OP_VREADFROM:
+            r = scif_vreadfrom(s->cli, dst, len, ROFF + off, flags);
+            break;
+        default:
+            r = scif_vwriteto(s->cli, src, len, ROFF + off, flags);
+            break;
+        }
+        /* The fence covers every thread's transfers: enough for ours. */
+        if (r || scif_fence_mark(s->cli, SCIF_FENCE_INIT_SELF, &mark) ||
+            scif_fence_wait(s->cli, mark) || memcmp(src, dst, len)) {
+            diag("thread %d %s len %zu flags %#x failed (%s)", t->idx, op_name[op], len, flags,
+                 r ? strerror(errno) : "data");
+            t->ret = KSFT_FAIL;
+            return NULL;
+        }
+    }
+    return NULL;
 }
 
-static int t_threads(void)
-{
-	struct side s;
-	struct thr t[4];
-	pthread_t th[4];
-	int i, ret = KSFT_PASS;
+static int t_threads(void) {
+    struct side s;
+    struct thr t[4];
+    pthread_t th[4];
+    int i, ret = KSFT_PASS;
 
-	REQUIRE_NODE(1);
-	REQ(setup(&s, 0, 1) == 0);
-	for (i = 0; i < 4; i++) {
-		t[i].s = &s;
-		t[i].idx = i;
-		REQ(pthread_create(&th[i], NULL, thr_fn, &t[i]) == 0);
-	}
-	for (i = 0; i < 4; i++) {
-		pthread_join(th[i], NULL);
-		if (t[i].ret)
-			ret = KSFT_FAIL;
-	}
-	return ret;
+    REQUIRE_NODE(1);
+    REQ(setup(&s, 0, 1) == 0);
+    for (i = 0; i < 4; i++) {
+        t[i].s = &s;
+        t[i].idx = i;
+        REQ(pthread_create(&th[i], NULL, thr_fn, &t[i]) == 0);
+    }
+    for (i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        if (t[i].ret)
+            ret = KSFT_FAIL;
+    }
+    return ret;
 }
 
 /* The DMA pass really moves data with the DMA engine. */
-static int t_dma_used(void)
-{
-	struct side s;
-	long long before;
+static int t_dma_used(void) {
+    struct side s;
+    long long before;
 
-	if (!swdma_loaded() && !getenv("SCIF_TEST_DMA"))
-		return test_skip("no DMA engine (run with scif_swdma loaded)");
-	REQUIRE_NODE(1);
-	REQ(setup(&s, 0, 1) == 0);
-	fill(s.rbuf, WIN, 5);
-	before = dbg_dma_value("dma_bytes");
-	REQ(before >= 0);
-	REQ(scif_vreadfrom(s.cli, s.ubuf, WIN, ROFF, SCIF_RMA_SYNC) == 0);
-	REQ(memcmp(s.ubuf, s.rbuf, WIN) == 0);
-	if (dbg_dma_value("dma_bytes") < before + (long long)WIN - 128) {
-		diag("dma_bytes %lld -> %lld", before, dbg_dma_value("dma_bytes"));
-		return KSFT_FAIL;
-	}
-	return KSFT_PASS;
+    if (!swdma_loaded() && !getenv("SCIF_TEST_DMA"))
+        return test_skip("no DMA engine (run with scif_swdma loaded)");
+    REQUIRE_NODE(1);
+    REQ(setup(&s, 0, 1) == 0);
+    fill(s.rbuf, WIN, 5);
+    before = dbg_dma_value("dma_bytes");
+    REQ(before >= 0);
+    REQ(scif_vreadfrom(s.cli, s.ubuf, WIN, ROFF, SCIF_RMA_SYNC) == 0);
+    REQ(memcmp(s.ubuf, s.rbuf, WIN) == 0);
+    if (dbg_dma_value("dma_bytes") < before + (long long)WIN - 128) {
+        diag("dma_bytes %lld -> %lld", before, dbg_dma_value("dma_bytes"));
+        return KSFT_FAIL;
+    }
+    return KSFT_PASS;
 }
 
 /* USECPU never touches the DMA engine. */
-static int t_usecpu_is_cpu(void)
-{
-	struct side s;
-	long long before;
+static int t_usecpu_is_cpu(void) {
+    struct side s;
+    long long before;
 
-	REQUIRE_NODE(1);
-	REQ(setup(&s, 0, 1) == 0);
-	before = dbg_dma_value("dma_bytes");
-	if (before < 0)
-		return test_skip("debugfs rma_dma not available");
-	REQ(scif_vreadfrom(s.cli, s.ubuf, WIN, ROFF, SCIF_RMA_SYNC | SCIF_RMA_USECPU) == 0);
-	REQ(dbg_dma_value("dma_bytes") == before);
-	return KSFT_PASS;
+    REQUIRE_NODE(1);
+    REQ(setup(&s, 0, 1) == 0);
+    before = dbg_dma_value("dma_bytes");
+    if (before < 0)
+        return test_skip("debugfs rma_dma not available");
+    REQ(scif_vreadfrom(s.cli, s.ubuf, WIN, ROFF, SCIF_RMA_SYNC | SCIF_RMA_USECPU) == 0);
+    REQ(dbg_dma_value("dma_bytes") == before);
+    return KSFT_PASS;
 }
 
 /*
@@ -386,101 +403,112 @@ static int t_usecpu_is_cpu(void)
  * programs rely on it): loopback with any flags, SCIF_RMA_USECPU between
  * nodes, and everything between nodes when no DMA engine is loaded.
  */
-static int cpu_done_on_return(int snode, int cnode, int flags)
-{
-	const size_t len = 1UL << 20;
-	struct side s;
-	int round;
+static int cpu_done_on_return(int snode, int cnode, int flags) {
+    const size_t len = 1UL << 20;
+    struct side s;
+    int round;
 
-	if (snode || cnode)
-		REQUIRE_NODE(1);
-	REQ(setup(&s, snode, cnode) == 0);
-	for (round = 0; round < 20; round++) {
-		int op = round % OP_N, r;
-		uint8_t *src = op == OP_READFROM || op == OP_VREADFROM ? s.rbuf
-			: (op == OP_WRITETO ? s.lbuf : s.ubuf);
-		uint8_t *dst = op == OP_READFROM ? s.lbuf : (op == OP_VREADFROM ? s.ubuf : s.rbuf);
+    if (snode || cnode)
+        REQUIRE_NODE(1);
+    REQ(setup(&s, snode, cnode) == 0);
+    for (round = 0; round < 20; round++) {
+        int op = round % OP_N, r;
+        uint8_t *src =
+            op == OP_READFROM || op == OP_VREADFROM ? s.rbuf : (op == OP_WRITETO ? s.lbuf : s.ubuf);
+        uint8_t *dst = op == OP_READFROM ? s.lbuf : (op == OP_VREADFROM ? s.ubuf : s.rbuf);
 
-		fill(src, len, 2000 + round);
-		memset(dst, 0, len);
-		switch (op) {
-		case OP_READFROM: r = scif_readfrom(s.cli, LOFF, len, ROFF, flags); break;
-		case OP_WRITETO: r = scif_writeto(s.cli, LOFF, len, ROFF, flags); break;
-		case OP_VREADFROM: r = scif_vreadfrom(s.cli, dst, len, ROFF, flags); break;
-		default: r = scif_vwriteto(s.cli, src, len, ROFF, flags); break;
-		}
-		REQ(r == 0);
-		if (memcmp(src, dst, len)) {
-			diag("round %d: %s of 1 MiB (flags %#x) returned before the data was there "
-			     "(byte %lld)", round, op_name[op], flags, first_diff(src, dst, len));
-			return KSFT_FAIL;
-		}
-	}
-	return KSFT_PASS;
+        fill(src, len, 2000 + round);
+        memset(dst, 0, len);
+        switch (op) {
+        case OP_READFROM:
+            r = scif_readfrom(s.cli, LOFF, len, ROFF, flags);
+            break;
+        case OP_WRITETO:
+            r = scif_writeto(s.cli, LOFF, len, ROFF, flags);
+            break;
+        case OP_VREADFROM:
+            r = scif_vreadfrom(s.cli, dst, len, ROFF, flags);
+            break;
+        default:
+            r = scif_vwriteto(s.cli, src, len, ROFF, flags);
+            break;
+        }
+        REQ(r == 0);
+        if (memcmp(src, dst, len)) {
+            diag("round %d: %s of 1 MiB (flags %#x) returned before the data was there "
+                 "(byte %lld)",
+                 round, op_name[op], flags, first_diff(src, dst, len));
+            return KSFT_FAIL;
+        }
+    }
+    return KSFT_PASS;
 }
 
-static int t_done_loop(void) { return cpu_done_on_return(0, 0, 0); }
-static int t_done_loop_cpu(void) { return cpu_done_on_return(0, 0, SCIF_RMA_USECPU); }
-static int t_done_node_cpu(void) { return cpu_done_on_return(0, 1, SCIF_RMA_USECPU); }
+static int t_done_loop(void) {
+    return cpu_done_on_return(0, 0, 0);
+}
+static int t_done_loop_cpu(void) {
+    return cpu_done_on_return(0, 0, SCIF_RMA_USECPU);
+}
+static int t_done_node_cpu(void) {
+    return cpu_done_on_return(0, 1, SCIF_RMA_USECPU);
+}
 
-static int t_done_node_nodma(void)
-{
-	if (swdma_loaded() || getenv("SCIF_TEST_DMA"))
-		return test_skip("a DMA engine is loaded: node-to-node transfers are asynchronous");
-	return cpu_done_on_return(0, 1, 0);
+static int t_done_node_nodma(void) {
+    if (swdma_loaded() || getenv("SCIF_TEST_DMA"))
+        return test_skip("a DMA engine is loaded: node-to-node transfers are asynchronous");
+    return cpu_done_on_return(0, 1, 0);
 }
 
 /* USECACHE: a cached range sees the process's new pages after a remap. */
-static int t_usecache_fresh(void)
-{
-	struct side s;
-	int i;
+static int t_usecache_fresh(void) {
+    struct side s;
+    int i;
 
-	REQ(setup(&s, 0, 0) == 0);
-	for (i = 0; i < 6; i++) {
-		uint8_t *u = map_anon(16 * PAGE);
+    REQ(setup(&s, 0, 0) == 0);
+    for (i = 0; i < 6; i++) {
+        uint8_t *u = map_anon(16 * PAGE);
 
-		REQ(u);
-		fill(s.rbuf, 16 * PAGE, 300 + i);
-		REQ(scif_vreadfrom(s.cli, u, 16 * PAGE, ROFF, SCIF_RMA_SYNC | SCIF_RMA_USECACHE) == 0);
-		REQ(memcmp(u, s.rbuf, 16 * PAGE) == 0);
-		/* Replace the pages behind u: the cache must not use the old ones. */
-		REQ(madvise(u, 16 * PAGE, MADV_DONTNEED) == 0);
-		fill(s.rbuf, 16 * PAGE, 400 + i);
-		REQ(scif_vreadfrom(s.cli, u, 16 * PAGE, ROFF, SCIF_RMA_SYNC | SCIF_RMA_USECACHE) == 0);
-		REQ(memcmp(u, s.rbuf, 16 * PAGE) == 0);
-		/* Write path: a fresh mapping at the same address. */
-		REQ(munmap(u, 16 * PAGE) == 0);
-		REQ(mmap(u, 16 * PAGE, PROT_READ | PROT_WRITE,
-			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == u);
-		fill(u, 16 * PAGE, 500 + i);
-		REQ(scif_vwriteto(s.cli, u, 16 * PAGE, ROFF, SCIF_RMA_SYNC | SCIF_RMA_USECACHE) == 0);
-		REQ(memcmp(u, s.rbuf, 16 * PAGE) == 0);
-		REQ(munmap(u, 16 * PAGE) == 0);
-	}
-	return KSFT_PASS;
+        REQ(u);
+        fill(s.rbuf, 16 * PAGE, 300 + i);
+        REQ(scif_vreadfrom(s.cli, u, 16 * PAGE, ROFF, SCIF_RMA_SYNC | SCIF_RMA_USECACHE) == 0);
+        REQ(memcmp(u, s.rbuf, 16 * PAGE) == 0);
+        /* Replace the pages behind u: the cache must not use the old ones. */
+        REQ(madvise(u, 16 * PAGE, MADV_DONTNEED) == 0);
+        fill(s.rbuf, 16 * PAGE, 400 + i);
+        REQ(scif_vreadfrom(s.cli, u, 16 * PAGE, ROFF, SCIF_RMA_SYNC | SCIF_RMA_USECACHE) == 0);
+        REQ(memcmp(u, s.rbuf, 16 * PAGE) == 0);
+        /* Write path: a fresh mapping at the same address. */
+        REQ(munmap(u, 16 * PAGE) == 0);
+        REQ(mmap(u, 16 * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
+                 0) == u);
+        fill(u, 16 * PAGE, 500 + i);
+        REQ(scif_vwriteto(s.cli, u, 16 * PAGE, ROFF, SCIF_RMA_SYNC | SCIF_RMA_USECACHE) == 0);
+        REQ(memcmp(u, s.rbuf, 16 * PAGE) == 0);
+        REQ(munmap(u, 16 * PAGE) == 0);
+    }
+    return KSFT_PASS;
 }
 
 static const struct scif_test tests[] = {
-	{ "all four calls, random sizes/offsets, loopback, CPU", t_loop_cpu, 0 },
-	{ "all four calls, random sizes/offsets, loopback, default flags", t_loop_dma, 0 },
-	{ "all four calls, node 0 client -> node 1 windows, CPU", t_node_cpu, 0 },
-	{ "all four calls, node 1 client -> node 0 windows, DMA when present", t_node_dma, 0 },
-	{ "alignment classes 1..12289 bytes, every call, CPU and DMA", t_alignments, 0 },
-	{ "64 MiB transfers, every call, sync and async", t_large, 300 },
-	{ "64 asynchronous transfers then one fence", t_async_many, 0 },
-	{ "4 threads on one endpoint, random calls and flags", t_threads, 0 },
-	{ "DMA engine moves the data when loaded", t_dma_used, 0 },
-	{ "loopback RMA is complete when the call returns (no SYNC, no fence)", t_done_loop, 0 },
-	{ "loopback USECPU RMA is complete when the call returns", t_done_loop_cpu, 0 },
-	{ "node 0 <-> 1 USECPU RMA is complete when the call returns", t_done_node_cpu, 0 },
-	{ "node 0 <-> 1 RMA without a DMA engine is complete when the call returns",
-	  t_done_node_nodma, 0 },
-	{ "SCIF_RMA_USECPU bypasses the DMA engine", t_usecpu_is_cpu, 0 },
-	{ "SCIF_RMA_USECACHE never serves stale pages", t_usecache_fresh, 0 },
+    {"all four calls, random sizes/offsets, loopback, CPU", t_loop_cpu, 0},
+    {"all four calls, random sizes/offsets, loopback, default flags", t_loop_dma, 0},
+    {"all four calls, node 0 client -> node 1 windows, CPU", t_node_cpu, 0},
+    {"all four calls, node 1 client -> node 0 windows, DMA when present", t_node_dma, 0},
+    {"alignment classes 1..12289 bytes, every call, CPU and DMA", t_alignments, 0},
+    {"64 MiB transfers, every call, sync and async", t_large, 300},
+    {"64 asynchronous transfers then one fence", t_async_many, 0},
+    {"4 threads on one endpoint, random calls and flags", t_threads, 0},
+    {"DMA engine moves the data when loaded", t_dma_used, 0},
+    {"loopback RMA is complete when the call returns (no SYNC, no fence)", t_done_loop, 0},
+    {"loopback USECPU RMA is complete when the call returns", t_done_loop_cpu, 0},
+    {"node 0 <-> 1 USECPU RMA is complete when the call returns", t_done_node_cpu, 0},
+    {"node 0 <-> 1 RMA without a DMA engine is complete when the call returns", t_done_node_nodma,
+     0},
+    {"SCIF_RMA_USECPU bypasses the DMA engine", t_usecpu_is_cpu, 0},
+    {"SCIF_RMA_USECACHE never serves stale pages", t_usecache_fresh, 0},
 };
 
-int main(int argc, char **argv)
-{
-	return run_tests(tests, ARRAY_SIZE(tests), argc, argv);
+int main(int argc, char **argv) {
+    return run_tests(tests, ARRAY_SIZE(tests), argc, argv);
 }

@@ -22,54 +22,50 @@
 #define DST_OFF 0x1000000000L
 
 struct huge {
-	int srv, cli;
+    int srv, cli;
 };
 
 /* The same buffer as @n consecutive windows of @ep from @off. */
-static int reg_repeat(int ep, void *buf, off_t off, int n)
-{
-	int i;
+static int reg_repeat(int ep, void *buf, off_t off, int n) {
+    int i;
 
-	for (i = 0; i < n; i++)
-		if (scif_register(ep, buf, CHUNK, off + (off_t)i * CHUNK, RW, SCIF_MAP_FIXED) !=
-		    off + (off_t)i * CHUNK)
-			return -1;
-	return 0;
+    for (i = 0; i < n; i++)
+        if (scif_register(ep, buf, CHUNK, off + (off_t)i * CHUNK, RW, SCIF_MAP_FIXED) !=
+            off + (off_t)i * CHUNK)
+            return -1;
+    return 0;
 }
 
-static int huge_setup(struct huge *h)
-{
-	void *src, *dst;
+static int huge_setup(struct huge *h) {
+    void *src, *dst;
 
-	if (connect_pair(0, 0, &h->srv, &h->cli))
-		return -1;
-	src = map_anon(CHUNK);
-	dst = map_anon(CHUNK);
-	if (!src || !dst)
-		return -1;
-	memset(src, 5, CHUNK);
-	memset(dst, 0, CHUNK);
-	if (reg_repeat(h->srv, src, SRC_OFF, NCHUNKS) || reg_repeat(h->cli, dst, DST_OFF, NCHUNKS))
-		return -1;
-	return 0;
+    if (connect_pair(0, 0, &h->srv, &h->cli))
+        return -1;
+    src = map_anon(CHUNK);
+    dst = map_anon(CHUNK);
+    if (!src || !dst)
+        return -1;
+    memset(src, 5, CHUNK);
+    memset(dst, 0, CHUNK);
+    if (reg_repeat(h->srv, src, SRC_OFF, NCHUNKS) || reg_repeat(h->cli, dst, DST_OFF, NCHUNKS))
+        return -1;
+    return 0;
 }
 
-static int huge_copy(struct huge *h)
-{
-	return scif_readfrom(h->cli, DST_OFF, TOTAL, SRC_OFF, SCIF_RMA_USECPU | SCIF_RMA_SYNC);
+static int huge_copy(struct huge *h) {
+    return scif_readfrom(h->cli, DST_OFF, TOTAL, SRC_OFF, SCIF_RMA_USECPU | SCIF_RMA_SYNC);
 }
 
 /* Wait (bounded) until an RMA is in flight. */
-static int wait_inflight(void)
-{
-	int i;
+static int wait_inflight(void) {
+    int i;
 
-	for (i = 0; i < 6000; i++) {
-		if (dbg_counter("rma_inflight") > 0)
-			return 0;
-		sleep_ms(10);
-	}
-	return -1;
+    for (i = 0; i < 6000; i++) {
+        if (dbg_counter("rma_inflight") > 0)
+            return 0;
+        sleep_ms(10);
+    }
+    return -1;
 }
 
 /*
@@ -77,161 +73,157 @@ static int wait_inflight(void)
  * before the copy is done (the CPU mover's byte count has not grown by
  * TOTAL) and everything is released.
  */
-static int t_kill_copy(void)
-{
-	int ready[2], go[2], st;
-	long long c0, c1;
-	char b = 0;
-	pid_t pid;
+static int t_kill_copy(void) {
+    int ready[2], go[2], st;
+    long long c0, c1;
+    char b = 0;
+    pid_t pid;
 
-	REQ(pipe(ready) == 0 && pipe(go) == 0);
-	pid = fork();
-	REQ(pid >= 0);
-	if (!pid) {
-		struct huge h;
+    REQ(pipe(ready) == 0 && pipe(go) == 0);
+    pid = fork();
+    REQ(pid >= 0);
+    if (!pid) {
+        struct huge h;
 
-		if (huge_setup(&h))
-			_exit(2);
-		if (write(ready[1], &b, 1) != 1 || read(go[0], &b, 1) != 1)
-			_exit(3);
-		huge_copy(&h);
-		_exit(4);
-	}
-	if (read(ready[0], &b, 1) != 1) {
-		waitpid(pid, &st, 0);
-		diag("set-up in the child failed: status %#x", st);
-		return KSFT_FAIL;
-	}
-	c0 = dbg_dma_value("cpu_bytes");
-	REQ(c0 >= 0);
-	REQ(write(go[1], &b, 1) == 1);
-	if (wait_inflight()) {
-		kill(pid, SIGKILL);
-		waitpid(pid, &st, 0);
-		diag("the copy never showed up in rma_inflight");
-		return KSFT_FAIL;
-	}
-	REQ(kill(pid, SIGKILL) == 0);
-	REQ(waitpid(pid, &st, 0) == pid);
-	c1 = dbg_dma_value("cpu_bytes");
-	REQ(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
-	if (c1 - c0 >= (long long)TOTAL) {
-		diag("killed process copied all %lld bytes before dying", c1 - c0);
-		return KSFT_FAIL;
-	}
-	return rma_counters_zero();
+        if (huge_setup(&h))
+            _exit(2);
+        if (write(ready[1], &b, 1) != 1 || read(go[0], &b, 1) != 1)
+            _exit(3);
+        huge_copy(&h);
+        _exit(4);
+    }
+    if (read(ready[0], &b, 1) != 1) {
+        waitpid(pid, &st, 0);
+        diag("set-up in the child failed: status %#x", st);
+        return KSFT_FAIL;
+    }
+    c0 = dbg_dma_value("cpu_bytes");
+    REQ(c0 >= 0);
+    REQ(write(go[1], &b, 1) == 1);
+    if (wait_inflight()) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+        diag("the copy never showed up in rma_inflight");
+        return KSFT_FAIL;
+    }
+    REQ(kill(pid, SIGKILL) == 0);
+    REQ(waitpid(pid, &st, 0) == pid);
+    c1 = dbg_dma_value("cpu_bytes");
+    REQ(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+    if (c1 - c0 >= (long long)TOTAL) {
+        diag("killed process copied all %lld bytes before dying", c1 - c0);
+        return KSFT_FAIL;
+    }
+    return rma_counters_zero();
 }
 
 static volatile sig_atomic_t got_signal;
 
-static void on_usr1(int sig)
-{
-	(void)sig;
-	got_signal++;
+static void on_usr1(int sig) {
+    (void)sig;
+    got_signal++;
 }
 
 struct waiter {
-	pid_t tid;
-	pthread_t th;
-	volatile int stop;
-	int sent;
+    pid_t tid;
+    pthread_t th;
+    volatile int stop;
+    int sent;
 };
 
 /* /proc/self/task/TID/syscall starts with 16 (ioctl) while it blocks there. */
-static int in_ioctl(pid_t tid)
-{
-	char path[64], buf[32] = "";
-	FILE *f;
+static int in_ioctl(pid_t tid) {
+    char path[64], buf[32] = "";
+    FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	if (!fgets(buf, sizeof(buf), f))
-		buf[0] = 0;
-	fclose(f);
-	return !strncmp(buf, "16 ", 3);
+    snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+    f = fopen(path, "r");
+    if (!f)
+        return 0;
+    if (!fgets(buf, sizeof(buf), f))
+        buf[0] = 0;
+    fclose(f);
+    return !strncmp(buf, "16 ", 3);
 }
 
-static void *copy_thread(void *arg)
-{
-	huge_copy((struct huge *)arg);
-	return NULL;
+static void *copy_thread(void *arg) {
+    huge_copy((struct huge *)arg);
+    return NULL;
 }
 
 /* Once the main thread blocks in the fence wait, send it SIGUSR1. */
-static void *kick_thread(void *arg)
-{
-	struct waiter *w = (struct waiter *)arg;
-	int i;
+static void *kick_thread(void *arg) {
+    struct waiter *w = (struct waiter *)arg;
+    int i;
 
-	for (i = 0; i < 60000 && !w->stop; i++) {
-		if (in_ioctl(w->tid)) {
-			w->sent = syscall(SYS_tgkill, getpid(), w->tid, SIGUSR1) == 0;
-			return NULL;
-		}
-		sleep_ms(1);
-	}
-	return NULL;
+    for (i = 0; i < 60000 && !w->stop; i++) {
+        if (in_ioctl(w->tid)) {
+            w->sent = syscall(SYS_tgkill, getpid(), w->tid, SIGUSR1) == 0;
+            return NULL;
+        }
+        sleep_ms(1);
+    }
+    return NULL;
 }
 
-static int fence_wait_signal(int restart)
-{
-	struct sigaction sa;
-	struct waiter w = { 0 };
-	struct huge h;
-	pthread_t copier;
-	int mark, r, e;
+static int fence_wait_signal(int restart) {
+    struct sigaction sa;
+    struct waiter w = {0};
+    struct huge h;
+    pthread_t copier;
+    int mark, r, e;
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_usr1;
-	sa.sa_flags = restart ? SA_RESTART : 0;
-	REQ(sigaction(SIGUSR1, &sa, NULL) == 0);
-	REQ(huge_setup(&h) == 0);
-	REQ(pthread_create(&copier, NULL, copy_thread, &h) == 0);
-	REQ(wait_inflight() == 0);
-	REQ(scif_fence_mark(h.cli, SCIF_FENCE_INIT_SELF, &mark) == 0);
-	w.tid = (pid_t)syscall(SYS_gettid);
-	REQ(pthread_create(&w.th, NULL, kick_thread, &w) == 0);
-	errno = 0;
-	r = scif_fence_wait(h.cli, mark);
-	e = errno;
-	w.stop = 1;
-	pthread_join(w.th, NULL);
-	if (!w.sent || !got_signal) {
-		pthread_join(copier, NULL);
-		diag("the signal did not reach the fence wait (sent %d, handled %d)", w.sent,
-		     (int)got_signal);
-		return KSFT_FAIL;
-	}
-	if (restart && r != 0) {
-		diag("fence wait with SA_RESTART returned %d errno %d (%s), expected 0", r, e,
-		     strerror(e));
-		pthread_join(copier, NULL);
-		return KSFT_FAIL;
-	}
-	if (!restart && (r != -1 || e != EINTR)) {
-		diag("fence wait without SA_RESTART returned %d errno %d (%s), expected EINTR", r,
-		     e, strerror(e));
-		pthread_join(copier, NULL);
-		return KSFT_FAIL;
-	}
-	pthread_join(copier, NULL);
-	/* The mark is passed once the copy is done. */
-	REQ(scif_fence_wait(h.cli, mark) == 0);
-	return KSFT_PASS;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_usr1;
+    sa.sa_flags = restart ? SA_RESTART : 0;
+    REQ(sigaction(SIGUSR1, &sa, NULL) == 0);
+    REQ(huge_setup(&h) == 0);
+    REQ(pthread_create(&copier, NULL, copy_thread, &h) == 0);
+    REQ(wait_inflight() == 0);
+    REQ(scif_fence_mark(h.cli, SCIF_FENCE_INIT_SELF, &mark) == 0);
+    w.tid = (pid_t)syscall(SYS_gettid);
+    REQ(pthread_create(&w.th, NULL, kick_thread, &w) == 0);
+    errno = 0;
+    r = scif_fence_wait(h.cli, mark);
+    e = errno;
+    w.stop = 1;
+    pthread_join(w.th, NULL);
+    if (!w.sent || !got_signal) {
+        pthread_join(copier, NULL);
+        diag("the signal did not reach the fence wait (sent %d, handled %d)", w.sent,
+             (int)got_signal);
+        return KSFT_FAIL;
+    }
+    if (restart && r != 0) {
+        diag("fence wait with SA_RESTART returned %d errno %d (%s), expected 0", r, e, strerror(e));
+        pthread_join(copier, NULL);
+        return KSFT_FAIL;
+    }
+    if (!restart && (r != -1 || e != EINTR)) {
+        diag("fence wait without SA_RESTART returned %d errno %d (%s), expected EINTR", r, e,
+             strerror(e));
+        pthread_join(copier, NULL);
+        return KSFT_FAIL;
+    }
+    pthread_join(copier, NULL);
+    /* The mark is passed once the copy is done. */
+    REQ(scif_fence_wait(h.cli, mark) == 0);
+    return KSFT_PASS;
 }
 
-static int t_wait_restart(void) { return fence_wait_signal(1); }
-static int t_wait_eintr(void) { return fence_wait_signal(0); }
+static int t_wait_restart(void) {
+    return fence_wait_signal(1);
+}
+static int t_wait_eintr(void) {
+    return fence_wait_signal(0);
+}
 
 static const struct scif_test tests[] = {
-	{ "SIGKILL ends a synchronous copy of a huge range", t_kill_copy, 600 },
-	{ "fence wait interrupted by an SA_RESTART handler is restarted", t_wait_restart, 600 },
-	{ "fence wait interrupted by a handler without SA_RESTART: EINTR", t_wait_eintr, 600 },
+    {"SIGKILL ends a synchronous copy of a huge range", t_kill_copy, 600},
+    {"fence wait interrupted by an SA_RESTART handler is restarted", t_wait_restart, 600},
+    {"fence wait interrupted by a handler without SA_RESTART: EINTR", t_wait_eintr, 600},
 };
 
-int main(int argc, char **argv)
-{
-	return run_tests(tests, ARRAY_SIZE(tests), argc, argv);
+int main(int argc, char **argv) {
+    return run_tests(tests, ARRAY_SIZE(tests), argc, argv);
 }

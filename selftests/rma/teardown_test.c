@@ -12,213 +12,210 @@
 #define BIG (16UL << 20)
 
 struct tp {
-	int srv, cli;
-	uint8_t *r, *l, *u;
+    int srv, cli;
+    uint8_t *r, *l, *u;
 };
 
-static int setup(struct tp *t)
-{
-	if (connect_pair(0, 0, &t->srv, &t->cli))
-		return -1;
-	t->r = map_anon(BIG);
-	t->l = map_anon(BIG);
-	t->u = map_anon(BIG);
-	if (!t->r || !t->l || !t->u)
-		return -1;
-	memset(t->r, 1, BIG);
-	memset(t->l, 2, BIG);
-	if (scif_register(t->srv, t->r, BIG, 0, RW, SCIF_MAP_FIXED) != 0 ||
-	    scif_register(t->cli, t->l, BIG, 0, RW, SCIF_MAP_FIXED) != 0)
-		return -1;
-	return 0;
+static int setup(struct tp *t) {
+    if (connect_pair(0, 0, &t->srv, &t->cli))
+        return -1;
+    t->r = map_anon(BIG);
+    t->l = map_anon(BIG);
+    t->u = map_anon(BIG);
+    if (!t->r || !t->l || !t->u)
+        return -1;
+    memset(t->r, 1, BIG);
+    memset(t->l, 2, BIG);
+    if (scif_register(t->srv, t->r, BIG, 0, RW, SCIF_MAP_FIXED) != 0 ||
+        scif_register(t->cli, t->l, BIG, 0, RW, SCIF_MAP_FIXED) != 0)
+        return -1;
+    return 0;
 }
 
 /* Queue many asynchronous transfers of every kind. */
-static int flood(struct tp *t, int n)
-{
-	int i;
+static int flood(struct tp *t, int n) {
+    int i;
 
-	for (i = 0; i < n; i++) {
-		int r, fl = i & 1 ? SCIF_RMA_USECPU : 0;
+    for (i = 0; i < n; i++) {
+        int r, fl = i & 1 ? SCIF_RMA_USECPU : 0;
 
-		switch (i % 4) {
-		case 0: r = scif_readfrom(t->cli, 0, BIG, 0, fl); break;
-		case 1: r = scif_writeto(t->cli, 0, BIG, 0, fl); break;
-		case 2: r = scif_vreadfrom(t->cli, t->u, BIG, 0, fl | SCIF_RMA_USECACHE); break;
-		default: r = scif_vwriteto(t->cli, t->u, BIG, 0, fl); break;
-		}
-		if (r)
-			return -1;
-	}
-	return 0;
+        switch (i % 4) {
+        case 0:
+            r = scif_readfrom(t->cli, 0, BIG, 0, fl);
+            break;
+        case 1:
+            r = scif_writeto(t->cli, 0, BIG, 0, fl);
+            break;
+        case 2:
+            r = scif_vreadfrom(t->cli, t->u, BIG, 0, fl | SCIF_RMA_USECACHE);
+            break;
+        default:
+            r = scif_vwriteto(t->cli, t->u, BIG, 0, fl);
+            break;
+        }
+        if (r)
+            return -1;
+    }
+    return 0;
 }
 
-static int t_close_inflight(void)
-{
-	struct tp t;
+static int t_close_inflight(void) {
+    struct tp t;
 
-	REQ(setup(&t) == 0);
-	REQ(flood(&t, 16) == 0);
-	REQ(close(t.cli) == 0);
-	REQ(close(t.srv) == 0);
-	return rma_counters_zero();
+    REQ(setup(&t) == 0);
+    REQ(flood(&t, 16) == 0);
+    REQ(close(t.cli) == 0);
+    REQ(close(t.srv) == 0);
+    return rma_counters_zero();
 }
 
-static int t_peer_close_inflight(void)
-{
-	struct tp t;
-	int mark;
+static int t_peer_close_inflight(void) {
+    struct tp t;
+    int mark;
 
-	REQ(setup(&t) == 0);
-	REQ(flood(&t, 16) == 0);
-	REQ(close(t.srv) == 0);
-	/* The initiator's fence now reports the reset (or completion). */
-	if (scif_fence_mark(t.cli, SCIF_FENCE_INIT_SELF, &mark) == 0)
-		REQ(scif_fence_wait(t.cli, mark) == 0 || errno == ECONNRESET);
-	else
-		REQ(errno == ECONNRESET);
-	REQ(close(t.cli) == 0);
-	return rma_counters_zero();
+    REQ(setup(&t) == 0);
+    REQ(flood(&t, 16) == 0);
+    REQ(close(t.srv) == 0);
+    /* The initiator's fence now reports the reset (or completion). */
+    if (scif_fence_mark(t.cli, SCIF_FENCE_INIT_SELF, &mark) == 0)
+        REQ(scif_fence_wait(t.cli, mark) == 0 || errno == ECONNRESET);
+    else
+        REQ(errno == ECONNRESET);
+    REQ(close(t.cli) == 0);
+    return rma_counters_zero();
 }
 
-static int t_unreg_inflight(void)
-{
-	struct tp t;
-	int mark;
+static int t_unreg_inflight(void) {
+    struct tp t;
+    int mark;
 
-	REQ(setup(&t) == 0);
-	REQ(flood(&t, 8) == 0);
-	REQ(scif_unregister(t.srv, 0, BIG) == 0);
-	REQ(scif_unregister(t.cli, 0, BIG) == 0);
-	REQ(scif_fence_mark(t.cli, SCIF_FENCE_INIT_SELF, &mark) == 0);
-	REQ(scif_fence_wait(t.cli, mark) == 0);
-	CHECK_ERR(scif_vreadfrom(t.cli, t.u, 8, 0, SCIF_RMA_SYNC), ENXIO);
-	REQ(dbg_wait("windows", 0) == 0);
-	REQ(close(t.cli) == 0 && close(t.srv) == 0);
-	return rma_counters_zero();
+    REQ(setup(&t) == 0);
+    REQ(flood(&t, 8) == 0);
+    REQ(scif_unregister(t.srv, 0, BIG) == 0);
+    REQ(scif_unregister(t.cli, 0, BIG) == 0);
+    REQ(scif_fence_mark(t.cli, SCIF_FENCE_INIT_SELF, &mark) == 0);
+    REQ(scif_fence_wait(t.cli, mark) == 0);
+    CHECK_ERR(scif_vreadfrom(t.cli, t.u, 8, 0, SCIF_RMA_SYNC), ENXIO);
+    REQ(dbg_wait("windows", 0) == 0);
+    REQ(close(t.cli) == 0 && close(t.srv) == 0);
+    return rma_counters_zero();
 }
 
-static int t_kill_inflight(void)
-{
-	int i;
+static int t_kill_inflight(void) {
+    int i;
 
-	for (i = 0; i < 4; i++) {
-		pid_t pid = fork();
-		int st;
+    for (i = 0; i < 4; i++) {
+        pid_t pid = fork();
+        int st;
 
-		REQ(pid >= 0);
-		if (pid == 0) {
-			struct tp t;
+        REQ(pid >= 0);
+        if (pid == 0) {
+            struct tp t;
 
-			if (setup(&t))
-				_exit(1);
-			for (;;)
-				if (flood(&t, 4))
-					_exit(2);
-		}
-		sleep_ms(300 + 200 * i);
-		REQ(kill(pid, SIGKILL) == 0);
-		REQ(waitpid(pid, &st, 0) == pid);
-		REQ(WIFSIGNALED(st));
-	}
-	return rma_counters_zero();
+            if (setup(&t))
+                _exit(1);
+            for (;;)
+                if (flood(&t, 4))
+                    _exit(2);
+        }
+        sleep_ms(300 + 200 * i);
+        REQ(kill(pid, SIGKILL) == 0);
+        REQ(waitpid(pid, &st, 0) == pid);
+        REQ(WIFSIGNALED(st));
+    }
+    return rma_counters_zero();
 }
 
 /* Concurrent register/unregister/RMA/close from several threads. */
 struct chaos {
-	struct tp *t;
-	int idx;
+    struct tp *t;
+    int idx;
 };
 
-static void *chaos_fn(void *arg)
-{
-	struct chaos *c = (struct chaos *)arg;
-	uint8_t *m = map_anon(64 * PAGE);
-	int i;
+static void *chaos_fn(void *arg) {
+    struct chaos *c = (struct chaos *)arg;
+    uint8_t *m = map_anon(64 * PAGE);
+    int i;
 
-	if (!m)
-		return NULL;
-	for (i = 0; i < 200; i++) {
-		off_t o = scif_register(c->t->srv, m, 64 * PAGE, 0, RW, 0);
+    if (!m)
+        return NULL;
+    for (i = 0; i < 200; i++) {
+        off_t o = scif_register(c->t->srv, m, 64 * PAGE, 0, RW, 0);
 
-		if (o >= 0) {
-			scif_vwriteto(c->t->cli, m, 64 * PAGE, o, i & 1 ? SCIF_RMA_USECPU : 0);
-			scif_vreadfrom(c->t->cli, m, 32 * PAGE, o, SCIF_RMA_SYNC);
-			scif_unregister(c->t->srv, o, 64 * PAGE);
-		}
-	}
-	return NULL;
+        if (o >= 0) {
+            scif_vwriteto(c->t->cli, m, 64 * PAGE, o, i & 1 ? SCIF_RMA_USECPU : 0);
+            scif_vreadfrom(c->t->cli, m, 32 * PAGE, o, SCIF_RMA_SYNC);
+            scif_unregister(c->t->srv, o, 64 * PAGE);
+        }
+    }
+    return NULL;
 }
 
-static int t_chaos(void)
-{
-	struct tp t;
-	struct chaos c[3];
-	pthread_t th[3];
-	int i;
+static int t_chaos(void) {
+    struct tp t;
+    struct chaos c[3];
+    pthread_t th[3];
+    int i;
 
-	REQ(setup(&t) == 0);
-	for (i = 0; i < 3; i++) {
-		c[i].t = &t;
-		c[i].idx = i;
-		REQ(pthread_create(&th[i], NULL, chaos_fn, &c[i]) == 0);
-	}
-	sleep_ms(500);
-	close(t.srv);	/* mid-flight: the threads start seeing errors */
-	for (i = 0; i < 3; i++)
-		pthread_join(th[i], NULL);
-	close(t.cli);
-	return rma_counters_zero();
+    REQ(setup(&t) == 0);
+    for (i = 0; i < 3; i++) {
+        c[i].t = &t;
+        c[i].idx = i;
+        REQ(pthread_create(&th[i], NULL, chaos_fn, &c[i]) == 0);
+    }
+    sleep_ms(500);
+    close(t.srv); /* mid-flight: the threads start seeing errors */
+    for (i = 0; i < 3; i++)
+        pthread_join(th[i], NULL);
+    close(t.cli);
+    return rma_counters_zero();
 }
 
-static double time_rma(int cli, uint8_t *u, off_t off, int n)
-{
-	double t0 = now_sec();
-	int i;
+static double time_rma(int cli, uint8_t *u, off_t off, int n) {
+    double t0 = now_sec();
+    int i;
 
-	for (i = 0; i < n; i++)
-		if (scif_vreadfrom(cli, u, PAGE, off, SCIF_RMA_SYNC | SCIF_RMA_USECPU))
-			return -1;
-	return (now_sec() - t0) / n;
+    for (i = 0; i < n; i++)
+        if (scif_vreadfrom(cli, u, PAGE, off, SCIF_RMA_SYNC | SCIF_RMA_USECPU))
+            return -1;
+    return (now_sec() - t0) / n;
 }
 
-static int t_many_windows(void)
-{
-	const int nwin = 10000;
-	struct tp t;
-	uint8_t *m = map_anon(PAGE * 16);
-	double one, many_first, many_last;
-	int i;
+static int t_many_windows(void) {
+    const int nwin = 10000;
+    struct tp t;
+    uint8_t *m = map_anon(PAGE * 16);
+    double one, many_first, many_last;
+    int i;
 
-	REQ(m && connect_pair(0, 0, &t.srv, &t.cli) == 0);
-	t.u = map_anon(PAGE);
-	REQ(t.u);
-	REQ(scif_register(t.srv, m, PAGE, 0x1000, RW, SCIF_MAP_FIXED) == 0x1000);
-	one = time_rma(t.cli, t.u, 0x1000, 2000);
-	for (i = 1; i < nwin; i++)
-		REQ(scif_register(t.srv, m + (i % 16) * PAGE, PAGE, 0x1000 + 2 * i * (off_t)PAGE, RW,
-				  SCIF_MAP_FIXED) >= 0);
-	REQ(dbg_counter("windows") >= nwin);
-	many_first = time_rma(t.cli, t.u, 0x1000, 2000);
-	many_last = time_rma(t.cli, t.u, 0x1000 + 2 * (nwin - 1) * (off_t)PAGE, 2000);
-	REQ(one > 0 && many_first > 0 && many_last > 0);
-	diag("4 KiB scif_vreadfrom: 1 window %.2f us, %d windows: %.2f us (first) %.2f us (last)",
-	     one * 1e6, nwin, many_first * 1e6, many_last * 1e6);
-	close(t.cli);
-	close(t.srv);
-	return rma_counters_zero();
+    REQ(m && connect_pair(0, 0, &t.srv, &t.cli) == 0);
+    t.u = map_anon(PAGE);
+    REQ(t.u);
+    REQ(scif_register(t.srv, m, PAGE, 0x1000, RW, SCIF_MAP_FIXED) == 0x1000);
+    one = time_rma(t.cli, t.u, 0x1000, 2000);
+    for (i = 1; i < nwin; i++)
+        REQ(scif_register(t.srv, m + (i % 16) * PAGE, PAGE, 0x1000 + 2 * i * (off_t)PAGE, RW,
+                          SCIF_MAP_FIXED) >= 0);
+    REQ(dbg_counter("windows") >= nwin);
+    many_first = time_rma(t.cli, t.u, 0x1000, 2000);
+    many_last = time_rma(t.cli, t.u, 0x1000 + 2 * (nwin - 1) * (off_t)PAGE, 2000);
+    REQ(one > 0 && many_first > 0 && many_last > 0);
+    diag("4 KiB scif_vreadfrom: 1 window %.2f us, %d windows: %.2f us (first) %.2f us (last)",
+         one * 1e6, nwin, many_first * 1e6, many_last * 1e6);
+    close(t.cli);
+    close(t.srv);
+    return rma_counters_zero();
 }
 
 static const struct scif_test tests[] = {
-	{ "close both ends with transfers in flight", t_close_inflight, 0 },
-	{ "peer closes with transfers in flight", t_peer_close_inflight, 0 },
-	{ "unregister windows with transfers in flight", t_unreg_inflight, 0 },
-	{ "SIGKILL a process with transfers in flight", t_kill_inflight, 0 },
-	{ "threads register/RMA/unregister while the peer closes", t_chaos, 0 },
-	{ "10,000 windows: lookup cost printed, counters return to zero", t_many_windows, 0 },
+    {"close both ends with transfers in flight", t_close_inflight, 0},
+    {"peer closes with transfers in flight", t_peer_close_inflight, 0},
+    {"unregister windows with transfers in flight", t_unreg_inflight, 0},
+    {"SIGKILL a process with transfers in flight", t_kill_inflight, 0},
+    {"threads register/RMA/unregister while the peer closes", t_chaos, 0},
+    {"10,000 windows: lookup cost printed, counters return to zero", t_many_windows, 0},
 };
 
-int main(int argc, char **argv)
-{
-	return run_tests(tests, ARRAY_SIZE(tests), argc, argv);
+int main(int argc, char **argv) {
+    return run_tests(tests, ARRAY_SIZE(tests), argc, argv);
 }
