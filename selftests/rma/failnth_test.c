@@ -659,7 +659,7 @@ enum {
 
 static int run_with(const struct injector *inj, struct victim *v, int with, int *injected) {
     struct rctx c;
-    int r, calls = 0, acc = 0;
+    int r, calls = 0, acc = 0, mark;
     pthread_t th;
 
     REQ(mkpair(&c, 0, 1) == 0);
@@ -680,6 +680,13 @@ static int run_with(const struct injector *inj, struct victim *v, int with, int 
         }
     }
     r = drive(inj, v, &calls);
+    /*
+     * The last (successful) run of an asynchronous call may still be moving
+     * c.buf: wait for it before anything touches the buffers.
+     */
+    if (scif_fence_mark(c.cli, SCIF_FENCE_INIT_SELF, &mark) == 0 && scif_fence_wait(c.cli, mark))
+        diag("fence wait after the runs: %s", strerror(errno));
+    dbg_wait("rma_inflight", 0);
     diag("%d runs, %d with a %s injected", calls, calls - 1, inj->what);
     *injected = calls - 1;
     if (c.fd >= 0)
