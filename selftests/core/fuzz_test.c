@@ -29,7 +29,7 @@
 #define _GNU_SOURCE /* pthread_timedjoin_np */
 #include <sys/mman.h>
 
-#include "../rma/rma_test.h"
+#include "scif_test.h"
 
 #define WOFF 0x100000L
 #define WPAGES 8
@@ -747,21 +747,21 @@ static int module_works(void) {
     int srv, cli;
     uint8_t msg[64], got[64], *w, *l;
 
-    REQ(connect_pair(0, peer, &srv, &cli) == 0);
+    CHECK(connect_pair(0, peer, &srv, &cli) == 0);
     fill(msg, sizeof(msg), 7);
-    REQ(send_all(cli, msg, sizeof(msg)) == 0);
-    REQ(recv_all(srv, got, sizeof(got)) == 0);
+    CHECK(send_all(cli, msg, sizeof(msg)) == 0);
+    CHECK(recv_all(srv, got, sizeof(got)) == 0);
     CHECK(!memcmp(msg, got, sizeof(msg)), "message corrupted");
     w = map_anon(WLEN);
     l = map_anon(WLEN);
-    REQ(w && l);
-    REQ(scif_register(srv, w, WLEN, WOFF, SCIF_PROT_READ | SCIF_PROT_WRITE, SCIF_MAP_FIXED) ==
-        WOFF);
+    CHECK(w && l);
+    CHECK(scif_register(srv, w, WLEN, WOFF, SCIF_PROT_READ | SCIF_PROT_WRITE, SCIF_MAP_FIXED) ==
+          WOFF);
     fill(l, WLEN, 8);
-    REQ(scif_vwriteto(cli, l, WLEN, WOFF, SCIF_RMA_SYNC) == 0);
+    CHECK(scif_vwriteto(cli, l, WLEN, WOFF, SCIF_RMA_SYNC) == 0);
     CHECK(first_diff(w, l, WLEN) < 0, "RMA write corrupted");
     memset(l, 0, WLEN);
-    REQ(scif_vreadfrom(cli, l, WLEN, WOFF, SCIF_RMA_SYNC) == 0);
+    CHECK(scif_vreadfrom(cli, l, WLEN, WOFF, SCIF_RMA_SYNC) == 0);
     CHECK(first_diff(w, l, WLEN) < 0, "RMA read corrupted");
     close(cli);
     close(srv);

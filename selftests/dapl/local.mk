@@ -21,7 +21,7 @@ dapl_provider_test_SOURCES = dapl/provider_test.c dapl/dapl_env.h
 dapl_provider_test_LDADD = $(DAPL_SELFTEST_LDADD) $(top_builddir)/lib/libscif.la
 EXTRA_dapl_provider_test_DEPENDENCIES = $(top_builddir)/lib/dapl/libdat.so
 dapl_rdma_test_SOURCES = dapl/rdma_test.c dapl/dapl_env.h
-dapl_rdma_test_LDADD = $(DAPL_SELFTEST_LDADD)
+dapl_rdma_test_LDADD = lib/libscif_selftest.la $(DAPL_SELFTEST_LDADD)
 EXTRA_dapl_rdma_test_DEPENDENCIES = $(top_builddir)/lib/dapl/libdat.so
 endif
 dist_noinst_SCRIPTS += dapl/interop_test

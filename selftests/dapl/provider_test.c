@@ -26,7 +26,7 @@
 #include <unistd.h>
 #include <scif.h>
 
-#include "../lib/ksft.h"
+#include "ksft.h"
 #include "dapl_env.h"
 
 #define IA_NAME "ofa-v2-scif"

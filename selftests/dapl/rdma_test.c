@@ -20,7 +20,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../lib/ksft.h"
+#include "ksft.h"
+#include "util.h"
 #include "dapl_env.h"
 
 #define IA_NAME "ofa-v2-scif"
@@ -106,10 +107,6 @@ static DAT_LMR_TRIPLET lt(struct end *e, size_t off, uint32_t len) {
     return t;
 }
 
-static unsigned char pat(size_t i, unsigned seed) {
-    return (unsigned char)(i * 131 + seed);
-}
-
 static const uint32_t sizes[] = {1, 63, 4096, 5000, 65536, 1u << 20};
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 
@@ -126,7 +123,7 @@ static int server(int ready) {
         return 10;
     /* the second half holds what the client will read */
     for (size_t i = 0; i < SZ / 2; i++)
-        s.buf[SZ / 2 + i] = pat(i, 77);
+        s.buf[SZ / 2 + i] = pattern_byte(77, i);
     /* receive "check" messages away from where the client writes */
     DAT_LMR_TRIPLET r = lt(&s, SZ - 128, sizeof(struct msg));
     dat_ep_post_recv(s.ep, 1, &r, c, 0);
@@ -151,7 +148,7 @@ static int server(int ready) {
         if (!send_and_recv(&s, sizeof(*m)))
             return 13;
         for (size_t i = 0; i < sizes[k]; i++)
-            bad += s.buf[3 + i] != pat(i, (unsigned)k);
+            bad += s.buf[3 + i] != pattern_byte((uint64_t)k, i);
         if (dat_ep_post_recv(s.ep, 1, &r, c, 0))
             return 14;
         t = lt(&s, SZ - 64, sizeof(*m));
@@ -213,7 +210,7 @@ int main(int argc, char **argv) {
     for (size_t k = 0; k < NSIZES && ok; k++) {
         uint32_t len = sizes[k];
         for (size_t i = 0; i < len; i++)
-            c.buf[4096 + 5 + i] = pat(i, (unsigned)k);
+            c.buf[4096 + 5 + i] = pattern_byte((uint64_t)k, i);
         DAT_LMR_TRIPLET l = lt(&c, 4096 + 5, len);
         DAT_RMR_TRIPLET rt = {m.va + 3, len, m.rctx};
         DAT_DTO_COOKIE wc = {.as_64 = 100 + k};
@@ -229,7 +226,7 @@ int main(int argc, char **argv) {
                  dto(&c, DAT_DTO_RDMA_READ, 200 + k, len);
         for (size_t i = 0; rd && i < len; i++) {
             size_t at = i < h1 ? SZ / 2 + 1 + i : SZ / 2 + 1 + h1 + 7 + (i - h1);
-            rd = c.buf[at] == pat(i, 77);
+            rd = c.buf[at] == pattern_byte(77, i);
         }
         /* tell the server to check the write */
         DAT_LMR_TRIPLET s = lt(&c, 64, sizeof(struct msg));

@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* SCIF connection helpers of the selftests (see scif_test.h). */
+#include "scif_test.h"
+
+/* Open an endpoint acting as @node: node 0 via scif_open(), others via /dev/scifN. */
+int ep_open(int node) {
+    char path[32];
+
+    if (node == 0)
+        return scif_open();
+    snprintf(path, sizeof(path), "/dev/scif%d", node);
+    return open(path, O_RDWR | O_CLOEXEC);
+}
+
+/* Number of emulated nodes the module was loaded with, or -1 if unknown. */
+int module_nodes_param(void) {
+    FILE *f = fopen("/sys/module/scif/parameters/nodes", "r");
+    int n = -1;
+
+    if (f) {
+        if (fscanf(f, "%d", &n) != 1)
+            n = -1;
+        fclose(f);
+    }
+    return n;
+}
+
+/* Highest online node id as seen from node 0, or -1 on error. */
+int max_node(void) {
+    uint16_t nodes[64], self = 0xffff;
+    int n, i, max = -1;
+
+    n = scif_get_nodeIDs(nodes, 64, &self);
+    for (i = 0; i < n && i < 64; i++)
+        if (nodes[i] > max)
+            max = nodes[i];
+    return max;
+}
+
+/* Bound, listening endpoint on @node; port 0 picks one.  Returns epd or -1. */
+int make_listener(int node, uint16_t port, int backlog, uint16_t *bound) {
+    int epd = ep_open(node), p;
+
+    if (epd < 0)
+        return -1;
+    p = scif_bind(epd, port);
+    if (p < 0 || scif_listen(epd, backlog) < 0) {
+        int e = errno;
+
+        close(epd);
+        errno = e;
+        return -1;
+    }
+    if (bound)
+        *bound = (uint16_t)p;
+    return epd;
+}
+
+void *connect_thread(void *arg) {
+    struct connect_job *j = (struct connect_job *)arg;
+
+    errno = 0;
+    j->ret = scif_connect(j->epd, &j->dst);
+    j->err = errno;
+    __atomic_store_n(&j->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/*
+ * Connected pair: *client acts as @cnode, *server (the accepted endpoint)
+ * acts as @snode.  Returns 0, or -1 with a diagnostic.
+ */
+int connect_pair(int snode, int cnode, int *server, int *client) {
+    struct connect_job job;
+    struct scif_portID peer;
+    uint16_t port;
+    pthread_t th;
+    int lep, r;
+
+    lep = make_listener(snode, 0, 16, &port);
+    if (lep < 0) {
+        diag("listener on node %d: %s", snode, strerror(errno));
+        return -1;
+    }
+    job.epd = ep_open(cnode);
+    if (job.epd < 0) {
+        diag("open as node %d: %s", cnode, strerror(errno));
+        close(lep);
+        return -1;
+    }
+    job.dst.node = (uint16_t)snode;
+    job.dst.port = port;
+    job.done = 0;
+    if (pthread_create(&th, NULL, connect_thread, &job)) {
+        close(lep);
+        close(job.epd);
+        return -1;
+    }
+    /*
+     * Wait for the request without blocking in accept: if the connect fails
+     * (e.g. ENODEV) no request ever arrives and a blocking accept would hang
+     * the test.  The 60 s bound only catches a hang; it is no timing check.
+     */
+    r = -1;
+    errno = ETIMEDOUT;
+    for (int waited = 0; waited < 600; waited++) {
+        struct pollfd pfd = {.fd = lep, .events = POLLIN};
+
+        if (poll(&pfd, 1, 100) > 0) {
+            r = scif_accept(lep, &peer, server, SCIF_ACCEPT_SYNC);
+            break;
+        }
+        if (__atomic_load_n(&job.done, __ATOMIC_ACQUIRE) && job.ret < 0) {
+            errno = ECONNABORTED;
+            break;
+        }
+    }
+    if (r < 0)
+        diag("accept on node %d: %s", snode, strerror(errno));
+    close(lep); /* a connector still waiting gets ECONNREFUSED, so join returns */
+    pthread_join(th, NULL);
+    if (job.ret < 0)
+        diag("connect %d -> %d:%u: %s", cnode, snode, port, strerror(job.err));
+    if (r < 0 || job.ret < 0) {
+        if (r >= 0)
+            close(*server);
+        close(job.epd);
+        return -1;
+    }
+    if (peer.node != cnode) {
+        diag("accept reported peer node %u, expected %d", peer.node, cnode);
+        close(*server);
+        close(job.epd);
+        return -1;
+    }
+    *client = job.epd;
+    return 0;
+}
+
+/* Send/receive exactly len bytes with the blocking flags. */
+int send_all(int epd, const void *buf, int len) {
+    int r = scif_send(epd, (void *)buf, len, SCIF_SEND_BLOCK);
+
+    return r == len ? 0 : -1;
+}
+
+int recv_all(int epd, void *buf, int len) {
+    int r = scif_recv(epd, buf, len, SCIF_RECV_BLOCK);
+
+    return r == len ? 0 : -1;
+}
+
+int peer_node(void) {
+    return max_node() >= 1 ? 1 : -1;
+}

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The selftest library (libscif_selftest.la, built once in selftests/):
+ * the behaviour runner, the assertion family, SCIF connection helpers and
+ * debugfs counter readers.  Programs include "scif_test.h" (selftests/lib/
+ * is on the include path).
+ *
+ * A test program is a table of behaviours.  run_tests() prints the TAP plan,
+ * runs every behaviour in its own child process (own process group, its own
+ * file descriptors, so a crash, a hang or a leaked endpoint of one behaviour
+ * cannot hide or break another) and prints exactly one TAP line per
+ * behaviour.  A behaviour returns KSFT_PASS, KSFT_FAIL or KSFT_SKIP (with
+ * test_skip() giving the reason); a crash or a timeout is a failure.
+ * Timeouts only guard against hangs, they never judge speed.  Without
+ * /dev/scif every behaviour is reported "# SKIP scif module not loaded" and
+ * the program exits with KSFT_SKIP (4).
+ */
+#ifndef OPENSCIF_SELFTESTS_LIB_SCIF_TEST_H
+#define OPENSCIF_SELFTESTS_LIB_SCIF_TEST_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <scif.h>
+#include <scif_ioctl.h>
+
+#include "ksft.h"
+#include "util.h"
+
+/* ---- the runner (runner.c) ---- */
+
+struct scif_test {
+    const char *name;
+    int (*fn)(void);
+    unsigned int timeout; /* seconds; 0 means TEST_DEFAULT_TIMEOUT */
+};
+
+#define TEST_DEFAULT_TIMEOUT 120
+
+/* The device whose absence makes every behaviour a skip. */
+#define SCIF_TEST_DEVICE "/dev/scif"
+#define SCIF_TEST_NODEV_REASON "scif module not loaded"
+
+/* Diagnostic line, printed as a TAP comment. */
+void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Record why a behaviour is skipped; use as "return test_skip(...)". */
+int test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * Run the table.  With arguments, only behaviours whose name contains one of
+ * them run (the others are reported as skipped), to ease debugging.  Returns
+ * the exit status (KSFT_PASS, KSFT_FAIL, or KSFT_SKIP when all skipped).
+ */
+int run_tests(const struct scif_test *tests, size_t n, int argc, char **argv);
+
+/* ---- the assertion family: CHECK, CHECK_OK, CHECK_ERR ---- */
+
+void check_failed(const char *file, int line, const char *expr, int err, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/*
+ * Fail the behaviour unless cond holds.  The diagnostic shows file:line, the
+ * expression and errno, then the optional printf-style message.
+ */
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            check_failed(__FILE__, __LINE__, #cond, errno, " " __VA_ARGS__);                       \
+            return KSFT_FAIL;                                                                      \
+        }                                                                                          \
+    } while (0)
+
+/* A call that must succeed (return >= 0). */
+#define CHECK_OK(call)                                                                             \
+    do {                                                                                           \
+        errno = 0;                                                                                 \
+        long check_ok_ret_ = (long)(call);                                                         \
+        if (check_ok_ret_ < 0) {                                                                   \
+            diag("%s:%d: %s returned %ld, errno %d (%s)", __FILE__, __LINE__, #call,               \
+                 check_ok_ret_, errno, strerror(errno));                                           \
+            return KSFT_FAIL;                                                                      \
+        }                                                                                          \
+    } while (0)
+
+/* A call that must fail with -1 and errno == err. */
+#define CHECK_ERR(call, err)                                                                       \
+    do {                                                                                           \
+        errno = 0;                                                                                 \
+        long check_err_ret_ = (long)(call);                                                        \
+        int check_err_errno_ = errno;                                                              \
+        if (check_err_ret_ != -1 || check_err_errno_ != (err)) {                                   \
+            diag("%s:%d: %s returned %ld errno %d (%s), expected -1 errno %d (%s)", __FILE__,      \
+                 __LINE__, #call, check_err_ret_, check_err_errno_, strerror(check_err_errno_),    \
+                 (err), strerror(err));                                                            \
+            return KSFT_FAIL;                                                                      \
+        }                                                                                          \
+    } while (0)
+
+/* ---- SCIF helpers (scif.c) ---- */
+
+/* Open an endpoint acting as @node: node 0 via scif_open(), others via /dev/scifN. */
+int ep_open(int node);
+
+/* Number of emulated nodes the module was loaded with, or -1 if unknown. */
+int module_nodes_param(void);
+
+/* Highest online node id as seen from node 0, or -1 on error. */
+int max_node(void);
+
+/* Node of the peer in the node tests, or -1 when no emulated node. */
+int peer_node(void);
+
+/* Skip unless node @node exists. */
+#define REQUIRE_NODE(node)                                                                         \
+    do {                                                                                           \
+        if (max_node() < (node))                                                                   \
+            return test_skip("node %d not online (load scif with nodes=%d)", (node), (node));      \
+    } while (0)
+
+/* Bound, listening endpoint on @node; port 0 picks one.  Returns epd or -1. */
+int make_listener(int node, uint16_t port, int backlog, uint16_t *bound);
+
+/* scif_connect() in a thread: connect_thread(&job) fills ret, err, done. */
+struct connect_job {
+    int epd;
+    struct scif_portID dst;
+    int ret;
+    int err;
+    volatile int done; /* set (release) once ret/err are final */
+};
+
+void *connect_thread(void *arg);
+
+/*
+ * Connected pair: *client acts as @cnode, *server (the accepted endpoint)
+ * acts as @snode.  Returns 0, or -1 with a diagnostic.
+ */
+int connect_pair(int snode, int cnode, int *server, int *client);
+
+/* Send/receive exactly len bytes with the blocking flags: 0 or -1. */
+int send_all(int epd, const void *buf, int len);
+int recv_all(int epd, void *buf, int len);
+
+/* ---- debugfs and sysfs (debugfs.c) ---- */
+
+#define DBG_DIR "/sys/kernel/debug/scif"
+
+/* The integer in a (sysfs, debugfs) file, or -1. */
+long long read_long(const char *path);
+
+/* Write an integer to a (sysfs, debugfs) file: 0 or -1. */
+int write_long(const char *path, long long v);
+
+/* A debugfs counter of the module (pinned_pages, rma_inflight, windows), or -1. */
+long long dbg_counter(const char *name);
+
+/* Wait up to ~20 s for a counter to reach @want; returns its last value. */
+long long dbg_wait(const char *name, long long want);
+
+/* Write an integer to a debugfs control of the module (node_lost, ...). */
+int dbg_write(const char *name, int v);
+
+/* "key value" line of the rma_dma debugfs file, or -1. */
+long long dbg_dma_value(const char *key);
+
+/* Endpoints the module has (first line of debugfs endpoints), or -1. */
+long long dbg_endpoints(void);
+
+/*
+ * KSFT_PASS once every RMA counter (rma_inflight, windows, pinned_pages,
+ * mappings) is back to zero (each waited for as dbg_wait() does), else
+ * KSFT_FAIL with the values.
+ */
+int rma_counters_zero(void);
+
+/*
+ * KSFT_PASS once the module holds nothing: no endpoint (waited for up to
+ * ~20 s), the RMA counters of rma_counters_zero() and no queued DMA batch;
+ * else KSFT_FAIL with the values.  For the end of a program that closed
+ * everything it opened (nothing else may run meanwhile).
+ */
+int all_counters_zero(void);
+
+/* Is the software DMA engine module loaded (the [dma] pass)? */
+int swdma_loaded(void);
+
+#endif /* OPENSCIF_SELFTESTS_LIB_SCIF_TEST_H */
