@@ -7,7 +7,7 @@
  * Loopback within a node always moves data with the CPU (as Intel's
  * driver), so the DMA cases run between node 0 and node 1.
  */
-#include "rma_test.h"
+#include "scif_test.h"
 
 #define WIN (4UL << 20)  /* each side: two windows of WIN / 2 */
 #define ROFF 0x10000000L /* peer's windows */
@@ -132,7 +132,7 @@ static int random_ops(int snode, int cnode, int iters, int cpu) {
 
     if (snode > 0 || cnode > 0)
         REQUIRE_NODE(1);
-    REQ(setup(&s, snode, cnode) == 0);
+    CHECK(setup(&s, snode, cnode) == 0);
     prng_init(&p, 0x5c1f + snode * 7 + cnode * 13 + cpu);
     for (i = 0; i < iters; i++) {
         int op = (int)(prng_next(&p) % OP_N);
@@ -169,7 +169,7 @@ static int t_alignments(void) {
     int op, cpu;
 
     REQUIRE_NODE(1);
-    REQ(setup(&s, 0, 1) == 0);
+    CHECK(setup(&s, 0, 1) == 0);
     prng_init(&p, 42);
     for (op = 0; op < OP_N; op++)
         for (a = 0; a < ARRAY_SIZE(lens); a++)
@@ -210,7 +210,7 @@ static int t_alignments(void) {
                         r = scif_vwriteto(s.cli, src, len, ROFF + o, flags);
                         break;
                     }
-                    REQ(r == 0);
+                    CHECK(r == 0);
                     if (memcmp(src, dst, len)) {
                         diag("%s len %zu off %zu/%zu cpu %d: byte %lld", op_name[op], len, o, c,
                              cpu, first_diff(src, dst, len));
@@ -227,10 +227,10 @@ static int t_large(void) {
     int srv, cli, mark, i;
 
     REQUIRE_NODE(1);
-    REQ(r && l && u);
-    REQ(connect_pair(0, 1, &srv, &cli) == 0);
-    REQ(scif_register(srv, r, big, 0, SCIF_PROT_READ | SCIF_PROT_WRITE, SCIF_MAP_FIXED) == 0);
-    REQ(scif_register(cli, l, big, 0, SCIF_PROT_READ | SCIF_PROT_WRITE, SCIF_MAP_FIXED) == 0);
+    CHECK(r && l && u);
+    CHECK(connect_pair(0, 1, &srv, &cli) == 0);
+    CHECK(scif_register(srv, r, big, 0, SCIF_PROT_READ | SCIF_PROT_WRITE, SCIF_MAP_FIXED) == 0);
+    CHECK(scif_register(cli, l, big, 0, SCIF_PROT_READ | SCIF_PROT_WRITE, SCIF_MAP_FIXED) == 0);
     for (i = 0; i < 8; i++) {
         int op = i % 4, flags = i < 4 ? SCIF_RMA_SYNC : 0;
         uint8_t *src = op == OP_READFROM || op == OP_VREADFROM ? r : (op == OP_WRITETO ? l : u);
@@ -240,20 +240,20 @@ static int t_large(void) {
         memset(dst, 0, big);
         switch (op) {
         case OP_READFROM:
-            REQ(scif_readfrom(cli, 0, big, 0, flags) == 0);
+            CHECK(scif_readfrom(cli, 0, big, 0, flags) == 0);
             break;
         case OP_WRITETO:
-            REQ(scif_writeto(cli, 0, big, 0, flags) == 0);
+            CHECK(scif_writeto(cli, 0, big, 0, flags) == 0);
             break;
         case OP_VREADFROM:
-            REQ(scif_vreadfrom(cli, u, big, 0, flags) == 0);
+            CHECK(scif_vreadfrom(cli, u, big, 0, flags) == 0);
             break;
         default:
-            REQ(scif_vwriteto(cli, u, big, 0, flags) == 0);
+            CHECK(scif_vwriteto(cli, u, big, 0, flags) == 0);
             break;
         }
-        REQ(scif_fence_mark(cli, SCIF_FENCE_INIT_SELF, &mark) == 0);
-        REQ(scif_fence_wait(cli, mark) == 0);
+        CHECK(scif_fence_mark(cli, SCIF_FENCE_INIT_SELF, &mark) == 0);
+        CHECK(scif_fence_wait(cli, mark) == 0);
         if (memcmp(src, dst, big)) {
             diag("64 MiB %s flags %#x: byte %lld", op_name[op], flags, first_diff(src, dst, big));
             return KSFT_FAIL;
@@ -268,18 +268,18 @@ static int t_async_many(void) {
     int i, mark;
 
     REQUIRE_NODE(1);
-    REQ(setup(&s, 0, 1) == 0);
+    CHECK(setup(&s, 0, 1) == 0);
     fill(s.rbuf, WIN, 77);
     memset(s.ubuf, 0, WIN);
     for (i = 0; i < 64; i++) {
         size_t chunk = WIN / 64;
 
-        REQ(scif_vreadfrom(s.cli, s.ubuf + i * chunk, chunk, ROFF + i * chunk,
-                           i & 1 ? SCIF_RMA_USECPU : 0) == 0);
+        CHECK(scif_vreadfrom(s.cli, s.ubuf + i * chunk, chunk, ROFF + i * chunk,
+                             i & 1 ? SCIF_RMA_USECPU : 0) == 0);
     }
-    REQ(scif_fence_mark(s.cli, SCIF_FENCE_INIT_SELF, &mark) == 0);
-    REQ(scif_fence_wait(s.cli, mark) == 0);
-    REQ(memcmp(s.ubuf, s.rbuf, WIN) == 0);
+    CHECK(scif_fence_mark(s.cli, SCIF_FENCE_INIT_SELF, &mark) == 0);
+    CHECK(scif_fence_wait(s.cli, mark) == 0);
+    CHECK(memcmp(s.ubuf, s.rbuf, WIN) == 0);
     return KSFT_PASS;
 }
 
@@ -347,11 +347,11 @@ static int t_threads(void) {
     int i, ret = KSFT_PASS;
 
     REQUIRE_NODE(1);
-    REQ(setup(&s, 0, 1) == 0);
+    CHECK(setup(&s, 0, 1) == 0);
     for (i = 0; i < 4; i++) {
         t[i].s = &s;
         t[i].idx = i;
-        REQ(pthread_create(&th[i], NULL, thr_fn, &t[i]) == 0);
+        CHECK(pthread_create(&th[i], NULL, thr_fn, &t[i]) == 0);
     }
     for (i = 0; i < 4; i++) {
         pthread_join(th[i], NULL);
@@ -369,12 +369,12 @@ static int t_dma_used(void) {
     if (!swdma_loaded() && !getenv("SCIF_TEST_DMA"))
         return test_skip("no DMA engine (run with scif_swdma loaded)");
     REQUIRE_NODE(1);
-    REQ(setup(&s, 0, 1) == 0);
+    CHECK(setup(&s, 0, 1) == 0);
     fill(s.rbuf, WIN, 5);
     before = dbg_dma_value("dma_bytes");
-    REQ(before >= 0);
-    REQ(scif_vreadfrom(s.cli, s.ubuf, WIN, ROFF, SCIF_RMA_SYNC) == 0);
-    REQ(memcmp(s.ubuf, s.rbuf, WIN) == 0);
+    CHECK(before >= 0);
+    CHECK(scif_vreadfrom(s.cli, s.ubuf, WIN, ROFF, SCIF_RMA_SYNC) == 0);
+    CHECK(memcmp(s.ubuf, s.rbuf, WIN) == 0);
     if (dbg_dma_value("dma_bytes") < before + (long long)WIN - 128) {
         diag("dma_bytes %lld -> %lld", before, dbg_dma_value("dma_bytes"));
         return KSFT_FAIL;
@@ -388,12 +388,12 @@ static int t_usecpu_is_cpu(void) {
     long long before;
 
     REQUIRE_NODE(1);
-    REQ(setup(&s, 0, 1) == 0);
+    CHECK(setup(&s, 0, 1) == 0);
     before = dbg_dma_value("dma_bytes");
     if (before < 0)
         return test_skip("debugfs rma_dma not available");
-    REQ(scif_vreadfrom(s.cli, s.ubuf, WIN, ROFF, SCIF_RMA_SYNC | SCIF_RMA_USECPU) == 0);
-    REQ(dbg_dma_value("dma_bytes") == before);
+    CHECK(scif_vreadfrom(s.cli, s.ubuf, WIN, ROFF, SCIF_RMA_SYNC | SCIF_RMA_USECPU) == 0);
+    CHECK(dbg_dma_value("dma_bytes") == before);
     return KSFT_PASS;
 }
 
@@ -410,7 +410,7 @@ static int cpu_done_on_return(int snode, int cnode, int flags) {
 
     if (snode || cnode)
         REQUIRE_NODE(1);
-    REQ(setup(&s, snode, cnode) == 0);
+    CHECK(setup(&s, snode, cnode) == 0);
     for (round = 0; round < 20; round++) {
         int op = round % OP_N, r;
         uint8_t *src =
@@ -433,7 +433,7 @@ static int cpu_done_on_return(int snode, int cnode, int flags) {
             r = scif_vwriteto(s.cli, src, len, ROFF, flags);
             break;
         }
-        REQ(r == 0);
+        CHECK(r == 0);
         if (memcmp(src, dst, len)) {
             diag("round %d: %s of 1 MiB (flags %#x) returned before the data was there "
                  "(byte %lld)",
@@ -465,27 +465,27 @@ static int t_usecache_fresh(void) {
     struct side s;
     int i;
 
-    REQ(setup(&s, 0, 0) == 0);
+    CHECK(setup(&s, 0, 0) == 0);
     for (i = 0; i < 6; i++) {
         uint8_t *u = map_anon(16 * PAGE);
 
-        REQ(u);
+        CHECK(u);
         fill(s.rbuf, 16 * PAGE, 300 + i);
-        REQ(scif_vreadfrom(s.cli, u, 16 * PAGE, ROFF, SCIF_RMA_SYNC | SCIF_RMA_USECACHE) == 0);
-        REQ(memcmp(u, s.rbuf, 16 * PAGE) == 0);
+        CHECK(scif_vreadfrom(s.cli, u, 16 * PAGE, ROFF, SCIF_RMA_SYNC | SCIF_RMA_USECACHE) == 0);
+        CHECK(memcmp(u, s.rbuf, 16 * PAGE) == 0);
         /* Replace the pages behind u: the cache must not use the old ones. */
-        REQ(madvise(u, 16 * PAGE, MADV_DONTNEED) == 0);
+        CHECK(madvise(u, 16 * PAGE, MADV_DONTNEED) == 0);
         fill(s.rbuf, 16 * PAGE, 400 + i);
-        REQ(scif_vreadfrom(s.cli, u, 16 * PAGE, ROFF, SCIF_RMA_SYNC | SCIF_RMA_USECACHE) == 0);
-        REQ(memcmp(u, s.rbuf, 16 * PAGE) == 0);
+        CHECK(scif_vreadfrom(s.cli, u, 16 * PAGE, ROFF, SCIF_RMA_SYNC | SCIF_RMA_USECACHE) == 0);
+        CHECK(memcmp(u, s.rbuf, 16 * PAGE) == 0);
         /* Write path: a fresh mapping at the same address. */
-        REQ(munmap(u, 16 * PAGE) == 0);
-        REQ(mmap(u, 16 * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
-                 0) == u);
+        CHECK(munmap(u, 16 * PAGE) == 0);
+        CHECK(mmap(u, 16 * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+                   -1, 0) == u);
         fill(u, 16 * PAGE, 500 + i);
-        REQ(scif_vwriteto(s.cli, u, 16 * PAGE, ROFF, SCIF_RMA_SYNC | SCIF_RMA_USECACHE) == 0);
-        REQ(memcmp(u, s.rbuf, 16 * PAGE) == 0);
-        REQ(munmap(u, 16 * PAGE) == 0);
+        CHECK(scif_vwriteto(s.cli, u, 16 * PAGE, ROFF, SCIF_RMA_SYNC | SCIF_RMA_USECACHE) == 0);
+        CHECK(memcmp(u, s.rbuf, 16 * PAGE) == 0);
+        CHECK(munmap(u, 16 * PAGE) == 0);
     }
     return KSFT_PASS;
 }

@@ -22,7 +22,7 @@
 #include <linux/userfaultfd.h>
 #include <sys/syscall.h>
 
-#include "rma_test.h"
+#include "scif_test.h"
 
 #define WIN (1UL << 20)
 #define ROFF 0x10000000L
@@ -90,7 +90,7 @@ static int dma_ready(struct pair *p) {
         if (!swdma_loaded())                                                                       \
             return test_skip("needs the software DMA engine ([dma] pass)");                        \
         REQUIRE_NODE(1);                                                                           \
-        REQ(faults_off() == 0);                                                                    \
+        CHECK(faults_off() == 0);                                                                  \
     } while (0)
 
 static int fence_all(int epd) {
@@ -162,7 +162,7 @@ static int t_async_memlock(void) {
 
     NEED_DMA();
     pid = fork();
-    REQ(pid >= 0);
+    CHECK(pid >= 0);
     if (pid == 0) {
         struct rlimit rl;
         long base;
@@ -197,7 +197,7 @@ static int t_async_memlock(void) {
             _exit(3);
         _exit(0);
     }
-    REQ(waitpid(pid, &st, 0) == pid);
+    CHECK(waitpid(pid, &st, 0) == pid);
     if (!WIFEXITED(st) || WEXITSTATUS(st)) {
         diag("child status %#x (1: small async failed, 2: data, 3: VmPin not back, "
              "4/5: no ENOMEM past RLIMIT_MEMLOCK, 6: sync failed, 10: setup)",
@@ -284,27 +284,27 @@ static int t_bound_atomic(void) {
     long long max;
 
     NEED_DMA();
-    REQ(setup(&p) == 0 && setup(&kick) == 0);
-    REQ(dma_ready(&p) == 0);
-    REQ(dbg_wait("rma_inflight", 0) == 0);
+    CHECK(setup(&p) == 0 && setup(&kick) == 0);
+    CHECK(dma_ready(&p) == 0);
+    CHECK(dbg_wait("rma_inflight", 0) == 0);
     uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
     if (uffd < 0)
         return test_skip("userfaultfd: %s", strerror(errno));
-    REQ(ioctl(uffd, UFFDIO_API, &api) == 0);
+    CHECK(ioctl(uffd, UFFDIO_API, &api) == 0);
     u = map_anon(2 * PAGE);
-    REQ(u);
+    CHECK(u);
     reg.range.start = (uintptr_t)u;
     reg.range.len = 2 * PAGE;
-    REQ(ioctl(uffd, UFFDIO_REGISTER, &reg) == 0);
+    CHECK(ioctl(uffd, UFFDIO_REGISTER, &reg) == 0);
     fill(p.rbuf, PAGE, 81);
 
-    REQ(write_param(SWDMA_PARAM "stall", 1) == 0);
+    CHECK(write_param(SWDMA_PARAM "stall", 1) == 0);
     for (i = 0; i < 63; i++)
-        REQ(scif_vreadfrom(p.cli, p.ubuf + i * PAGE, PAGE, ROFF, 0) == 0);
-    REQ(dbg_counter("rma_inflight") == 63);
+        CHECK(scif_vreadfrom(p.cli, p.ubuf + i * PAGE, PAGE, ROFF, 0) == 0);
+    CHECK(dbg_counter("rma_inflight") == 63);
     for (i = 0; i < 2; i++) {
         j[i] = (struct uffd_job){.p = &p, .dst = u + i * PAGE};
-        REQ(pthread_create(&th[i], NULL, uffd_thread, &j[i]) == 0);
+        CHECK(pthread_create(&th[i], NULL, uffd_thread, &j[i]) == 0);
     }
     /*
      * Wait until both got past the bound (two faults), or one did and the
@@ -312,7 +312,7 @@ static int t_bound_atomic(void) {
      * failed without blocking.
      */
     for (i = 0; i < 2000 && !decided; i++) {
-        REQ(uffd_serve(uffd, u, 0, &faults, which) == 0);
+        CHECK(uffd_serve(uffd, u, 0, &faults, which) == 0);
         if (faults >= 2 || __atomic_load_n(&j[0].done, __ATOMIC_ACQUIRE) ||
             __atomic_load_n(&j[1].done, __ATOMIC_ACQUIRE)) {
             decided = 1;
@@ -338,22 +338,22 @@ static int t_bound_atomic(void) {
         return KSFT_FAIL;
     }
     /* Let everything finish: resume the engine, serve every fault. */
-    REQ(write_param(SWDMA_PARAM "stall", 0) == 0);
-    REQ(uffd_serve(uffd, u, 1, &faults, which) == 0);
-    REQ(scif_vreadfrom(kick.cli, kick.ubuf, 16 * PAGE, ROFF, SCIF_RMA_SYNC) == 0);
+    CHECK(write_param(SWDMA_PARAM "stall", 0) == 0);
+    CHECK(uffd_serve(uffd, u, 1, &faults, which) == 0);
+    CHECK(scif_vreadfrom(kick.cli, kick.ubuf, 16 * PAGE, ROFF, SCIF_RMA_SYNC) == 0);
     for (i = 0; i < 4000 && !(__atomic_load_n(&j[0].done, __ATOMIC_ACQUIRE) &&
                               __atomic_load_n(&j[1].done, __ATOMIC_ACQUIRE));
          i++) {
-        REQ(uffd_serve(uffd, u, 1, &faults, which) == 0);
+        CHECK(uffd_serve(uffd, u, 1, &faults, which) == 0);
         sleep_ms(5);
     }
-    REQ(fence_all(p.cli) == 0);
+    CHECK(fence_all(p.cli) == 0);
     for (i = 0; i < 2; i++) {
         pthread_join(th[i], NULL);
         if (j[i].ret)
             diag("thread %d: %s", i, strerror(j[i].err));
-        REQ(j[i].ret == 0 || j[i].err == EFAULT);
-        REQ(j[i].ret || memcmp(u + i * PAGE, p.rbuf, PAGE) == 0);
+        CHECK(j[i].ret == 0 || j[i].err == EFAULT);
+        CHECK(j[i].ret || memcmp(u + i * PAGE, p.rbuf, PAGE) == 0);
     }
     max = dbg_dma_value("queue_max");
     if (max > 64) {
@@ -397,15 +397,15 @@ static int t_bound_threads(void) {
     int i, ret = KSFT_PASS;
 
     NEED_DMA();
-    REQ(setup(&p) == 0);
-    REQ(dma_ready(&p) == 0);
+    CHECK(setup(&p) == 0);
+    CHECK(dma_ready(&p) == 0);
     fill(p.rbuf, WIN, 72);
     memset(p.ubuf, 0, WIN);
     /* Slow descriptors, so that the queue fills and threads wait. */
-    REQ(write_param(SWDMA_PARAM "delay_ms", 1) == 0);
+    CHECK(write_param(SWDMA_PARAM "delay_ms", 1) == 0);
     for (i = 0; i < BOUND_THREADS; i++) {
         jobs[i] = (struct bound_job){.p = &p, .idx = i};
-        REQ(pthread_create(&th[i], NULL, bound_thread, &jobs[i]) == 0);
+        CHECK(pthread_create(&th[i], NULL, bound_thread, &jobs[i]) == 0);
     }
     for (i = 0; i < BOUND_THREADS; i++) {
         pthread_join(th[i], NULL);
@@ -414,9 +414,9 @@ static int t_bound_threads(void) {
             ret = KSFT_FAIL;
         }
     }
-    REQ(fence_all(p.cli) == 0);
-    REQ(faults_off() == 0);
-    REQ(memcmp(p.ubuf, p.rbuf, BOUND_THREADS * BOUND_LEN) == 0);
+    CHECK(fence_all(p.cli) == 0);
+    CHECK(faults_off() == 0);
+    CHECK(memcmp(p.ubuf, p.rbuf, BOUND_THREADS * BOUND_LEN) == 0);
     max = dbg_dma_value("queue_max");
     if (max < 0 || max > 64) {
         diag("an endpoint had %lld asynchronous transfers in flight (bound 64)", max);
@@ -441,23 +441,24 @@ static int t_fair(void) {
 
     NEED_DMA();
     for (k = 0; k < FAIR_EPS; k++)
-        REQ(setup(&a[k]) == 0);
-    REQ(setup(&b) == 0);
-    REQ(dma_ready(&b) == 0);
-    REQ(dbg_wait("rma_inflight", 0) == 0);
+        CHECK(setup(&a[k]) == 0);
+    CHECK(setup(&b) == 0);
+    CHECK(dma_ready(&b) == 0);
+    CHECK(dbg_wait("rma_inflight", 0) == 0);
     fill(b.rbuf, FAIR_LEN, 74);
     memset(b.ubuf, 0, FAIR_LEN);
-    REQ(write_param(SWDMA_PARAM "delay_ms", 1) == 0);
+    CHECK(write_param(SWDMA_PARAM "delay_ms", 1) == 0);
     for (k = 0; k < FAIR_EPS; k++)
         for (i = 0; i < 64; i++)
-            REQ(scif_vreadfrom(a[k].cli, a[k].ubuf + (i % 16) * FAIR_LEN, FAIR_LEN, ROFF, 0) == 0);
-    REQ(scif_vreadfrom(b.cli, b.ubuf, FAIR_LEN, ROFF, 0) == 0);
-    REQ(fence_all(b.cli) == 0);
+            CHECK(scif_vreadfrom(a[k].cli, a[k].ubuf + (i % 16) * FAIR_LEN, FAIR_LEN, ROFF, 0) ==
+                  0);
+    CHECK(scif_vreadfrom(b.cli, b.ubuf, FAIR_LEN, ROFF, 0) == 0);
+    CHECK(fence_all(b.cli) == 0);
     left = dbg_counter("rma_inflight");
-    REQ(write_param(SWDMA_PARAM "delay_ms", 0) == 0);
+    CHECK(write_param(SWDMA_PARAM "delay_ms", 0) == 0);
     for (k = 0; k < FAIR_EPS; k++)
-        REQ(fence_all(a[k].cli) == 0);
-    REQ(memcmp(b.ubuf, b.rbuf, FAIR_LEN) == 0);
+        CHECK(fence_all(a[k].cli) == 0);
+    CHECK(memcmp(b.ubuf, b.rbuf, FAIR_LEN) == 0);
     if (left < FAIR_EPS * 64 / 2) {
         diag("only %lld of the other endpoints' %d transfers were still queued when "
              "this one completed",
@@ -483,28 +484,28 @@ static int t_submit_fails(void) {
     uint8_t *copy = malloc(len);
 
     NEED_DMA();
-    REQ(copy);
-    REQ(setup(&p) == 0);
-    REQ(dma_ready(&p) == 0);
+    CHECK(copy);
+    CHECK(setup(&p) == 0);
+    CHECK(dma_ready(&p) == 0);
     fill(p.rbuf, len, 75);
     memset(p.ubuf, 0, len);
     fb = dbg_dma_value("fallbacks");
-    REQ(write_param(SWDMA_PARAM "fail_submit", 3) == 0);
-    REQ(scif_vreadfrom(p.cli, p.ubuf, len, ROFF, SCIF_RMA_SYNC) == 0);
-    REQ(read_param(SWDMA_PARAM "fail_submit") == 0);
-    REQ(memcmp(p.ubuf, p.rbuf, len) == 0);
-    REQ(dbg_dma_value("fallbacks") == fb + 1);
+    CHECK(write_param(SWDMA_PARAM "fail_submit", 3) == 0);
+    CHECK(scif_vreadfrom(p.cli, p.ubuf, len, ROFF, SCIF_RMA_SYNC) == 0);
+    CHECK(read_param(SWDMA_PARAM "fail_submit") == 0);
+    CHECK(memcmp(p.ubuf, p.rbuf, len) == 0);
+    CHECK(dbg_dma_value("fallbacks") == fb + 1);
     memcpy(copy, p.ubuf, len);
     /* New source data, and a DMA transfer elsewhere that issues the channel. */
     fill(p.rbuf, len, 76);
-    REQ(scif_vreadfrom(p.cli, p.ubuf + len, len, ROFF + len, SCIF_RMA_SYNC) == 0);
-    REQ(memcmp(p.ubuf + len, p.rbuf + len, len) == 0);
+    CHECK(scif_vreadfrom(p.cli, p.ubuf + len, len, ROFF + len, SCIF_RMA_SYNC) == 0);
+    CHECK(memcmp(p.ubuf + len, p.rbuf + len, len) == 0);
     if (memcmp(copy, p.ubuf, len)) {
         diag("the failed batch's descriptors ran later, into byte %lld",
              first_diff(copy, p.ubuf, len));
         return KSFT_FAIL;
     }
-    REQ(batches() == 0);
+    CHECK(batches() == 0);
     close_pair(&p);
     return rma_counters_zero();
 }
@@ -554,10 +555,10 @@ static int t_stall(void) {
     int i, ret = KSFT_PASS;
 
     NEED_DMA();
-    REQ(setup(&p[0]) == 0 && setup(&p[1]) == 0);
-    REQ(dma_ready(&p[0]) == 0);
+    CHECK(setup(&p[0]) == 0 && setup(&p[1]) == 0);
+    CHECK(dma_ready(&p[0]) == 0);
     resets = dbg_dma_value("resets");
-    REQ(resets >= 0);
+    CHECK(resets >= 0);
     for (i = 0; i < 2; i++) {
         fill(p[i].rbuf, 64 * PAGE, 77 + i);
         memset(p[i].ubuf, 0, 64 * PAGE);
@@ -565,13 +566,13 @@ static int t_stall(void) {
     /* Shorter than the default 5 s (any value works). */
     if (write_param(SCIF_PARAM "dma_timeout_ms", 3000))
         diag("cannot set dma_timeout_ms: %s", strerror(errno));
-    REQ(write_param(SWDMA_PARAM "stall", 1) == 0);
+    CHECK(write_param(SWDMA_PARAM "stall", 1) == 0);
     for (i = 0; i < 2; i++) {
         j[i] = (struct stall_job){.p = &p[i]};
-        REQ(pthread_create(&th[i], NULL, stall_thread, &j[i]) == 0);
+        CHECK(pthread_create(&th[i], NULL, stall_thread, &j[i]) == 0);
     }
     /* Both have descriptors parked: they are waiting for them now. */
-    REQ(wait_at_least(parked, 128) >= 128);
+    CHECK(wait_at_least(parked, 128) >= 128);
     for (i = 0; i < 2; i++) {
         char st = thread_state(__atomic_load_n(&j[i].tid, __ATOMIC_ACQUIRE));
 
@@ -590,14 +591,14 @@ static int t_stall(void) {
             ret = KSFT_FAIL;
         }
     }
-    REQ(faults_off() == 0);
+    CHECK(faults_off() == 0);
     write_param(SCIF_PARAM "dma_timeout_ms", 5000);
-    REQ(dbg_dma_value("resets") > resets);
-    REQ(dbg_dma_value("batches") == 0);
-    REQ(parked() == 0);
+    CHECK(dbg_dma_value("resets") > resets);
+    CHECK(dbg_dma_value("batches") == 0);
+    CHECK(parked() == 0);
     if (ret != KSFT_PASS)
         return ret;
-    REQ(dma_ready(&p[0]) == 0);
+    CHECK(dma_ready(&p[0]) == 0);
     close_pair(&p[0]);
     close_pair(&p[1]);
     return rma_counters_zero();
@@ -623,34 +624,34 @@ static int t_eintr_late(void) {
     long copied;
 
     NEED_DMA();
-    REQ(pat);
-    REQ(setup(&p) == 0);
-    REQ(dma_ready(&p) == 0);
-    REQ(sigaction(SIGUSR1, &sa, NULL) == 0); /* no SA_RESTART */
+    CHECK(pat);
+    CHECK(setup(&p) == 0);
+    CHECK(dma_ready(&p) == 0);
+    CHECK(sigaction(SIGUSR1, &sa, NULL) == 0); /* no SA_RESTART */
     fill(p.rbuf, len, 79);
-    REQ(write_param(SWDMA_PARAM "delay_ms", 20) == 0);
+    CHECK(write_param(SWDMA_PARAM "delay_ms", 20) == 0);
     copied = swdma_copied();
     j = (struct stall_job){.p = &p};
-    REQ(pthread_create(&th, NULL, stall_thread, &j) == 0);
+    CHECK(pthread_create(&th, NULL, stall_thread, &j) == 0);
     /* Its first descriptor ran: the transfer is in its DMA wait now. */
-    REQ(wait_at_least(swdma_copied, copied + 1) > copied);
-    REQ(pthread_kill(th, SIGUSR1) == 0);
+    CHECK(wait_at_least(swdma_copied, copied + 1) > copied);
+    CHECK(pthread_kill(th, SIGUSR1) == 0);
     pthread_join(th, NULL);
     if (j.ret != -1 || j.err != EINTR) {
         diag("interrupted DMA wait returned %d errno %d, expected -1 EINTR", j.ret, j.err);
-        REQ(write_param(SWDMA_PARAM "delay_ms", 0) == 0);
+        CHECK(write_param(SWDMA_PARAM "delay_ms", 0) == 0);
         return KSFT_FAIL;
     }
     /* Give the memory back, take new memory, fill it. */
-    REQ(munmap(p.ubuf, WIN) == 0);
+    CHECK(munmap(p.ubuf, WIN) == 0);
     fresh = map_anon(WIN);
-    REQ(fresh);
+    CHECK(fresh);
     fill(pat, len, 80);
     memcpy(fresh, pat, len);
     /* The late completion frees the batch. */
-    REQ(wait_below(batches, 1) == 0);
-    REQ(memcmp(fresh, pat, len) == 0);
-    REQ(faults_off() == 0);
+    CHECK(wait_below(batches, 1) == 0);
+    CHECK(memcmp(fresh, pat, len) == 0);
+    CHECK(faults_off() == 0);
     close_pair(&p);
     return rma_counters_zero();
 }

@@ -4,7 +4,7 @@
  * the situation the man pages name.
  */
 #include <fcntl.h>
-#include "rma_test.h"
+#include "scif_test.h"
 
 #define RW (SCIF_PROT_READ | SCIF_PROT_WRITE)
 
@@ -28,7 +28,7 @@ static int mkpair(struct pair *p, int snode, int cnode) {
 static int t_reg_einval(void) {
     struct pair p;
 
-    REQ(mkpair(&p, 0, 0) == 0);
+    CHECK(mkpair(&p, 0, 0) == 0);
     CHECK_ERR(scif_register(p.cli, p.buf + 1, PAGE, 0, RW, 0), EINVAL);
     CHECK_ERR(scif_register(p.cli, p.buf, PAGE + 1, 0, RW, 0), EINVAL);
     CHECK_ERR(scif_register(p.cli, p.buf, 0, 0, RW, 0), EINVAL);
@@ -44,16 +44,16 @@ static int t_reg_offsets(void) {
     struct pair p;
     off_t a, b;
 
-    REQ(mkpair(&p, 0, 0) == 0);
+    CHECK(mkpair(&p, 0, 0) == 0);
     CHECK_ERR(scif_register(p.srv, p.buf, PAGE, 0x101000, RW, SCIF_MAP_FIXED), EADDRINUSE);
     CHECK_ERR(scif_register(p.srv, p.buf, 2 * PAGE, 0x0ff000, RW, SCIF_MAP_FIXED), EADDRINUSE);
-    REQ(scif_register(p.srv, p.buf, PAGE, 0x0ff000, RW, SCIF_MAP_FIXED) == 0x0ff000);
+    CHECK(scif_register(p.srv, p.buf, PAGE, 0x0ff000, RW, SCIF_MAP_FIXED) == 0x0ff000);
     a = scif_register(p.srv, p.buf, 2 * PAGE, 0, RW, 0);
     b = scif_register(p.srv, p.buf, 2 * PAGE, 0, RW, 0);
-    REQ(a >= 0 && b >= 0 && a % PAGE == 0 && b % PAGE == 0);
-    REQ(a + 2 * (off_t)PAGE <= b || b + 2 * (off_t)PAGE <= a);
-    REQ(scif_unregister(p.srv, a, 2 * PAGE) == 0);
-    REQ(scif_unregister(p.srv, b, 2 * PAGE) == 0);
+    CHECK(a >= 0 && b >= 0 && a % PAGE == 0 && b % PAGE == 0);
+    CHECK(a + 2 * (off_t)PAGE <= b || b + 2 * (off_t)PAGE <= a);
+    CHECK(scif_unregister(p.srv, a, 2 * PAGE) == 0);
+    CHECK(scif_unregister(p.srv, b, 2 * PAGE) == 0);
     return KSFT_PASS;
 }
 
@@ -61,11 +61,11 @@ static int t_reg_efault(void) {
     struct pair p;
     void *hole;
 
-    REQ(mkpair(&p, 0, 0) == 0);
+    CHECK(mkpair(&p, 0, 0) == 0);
     hole = map_anon(4 * PAGE);
-    REQ(hole && munmap(hole, 4 * PAGE) == 0);
+    CHECK(hole && munmap(hole, 4 * PAGE) == 0);
     CHECK_ERR(scif_register(p.cli, hole, 4 * PAGE, 0, RW, 0), EFAULT);
-    REQ(dbg_counter("pinned_pages") >= 0);
+    CHECK(dbg_counter("pinned_pages") >= 0);
     return KSFT_PASS;
 }
 
@@ -74,11 +74,11 @@ static int t_reg_conn(void) {
     int e = ep_open(0);
     uint8_t *b = map_anon(PAGE);
 
-    REQ(e >= 0 && b);
+    CHECK(e >= 0 && b);
     CHECK_ERR(scif_register(e, b, PAGE, 0, RW, 0), ENOTCONN);
     CHECK_ERR(scif_unregister(e, 0, PAGE), ENOTCONN);
-    REQ(mkpair(&p, 0, 0) == 0);
-    REQ(scif_close(p.srv) == 0);
+    CHECK(mkpair(&p, 0, 0) == 0);
+    CHECK(scif_close(p.srv) == 0);
     CHECK_ERR(scif_register(p.cli, b, PAGE, 0, RW, 0), ECONNRESET);
     CHECK_ERR(scif_readfrom(p.cli, 0, 8, 0x100000, 0), ECONNRESET);
     CHECK_ERR(scif_vreadfrom(p.cli, b, 8, 0x100000, 0), ECONNRESET);
@@ -89,7 +89,7 @@ static int t_reg_memlock(void) {
     pid_t pid = fork();
     int st;
 
-    REQ(pid >= 0);
+    CHECK(pid >= 0);
     if (pid == 0) {
         struct rlimit rl = {16 * PAGE, 16 * PAGE};
         struct pair p;
@@ -104,7 +104,7 @@ static int t_reg_memlock(void) {
             _exit(2);
         _exit(0);
     }
-    REQ(waitpid(pid, &st, 0) == pid);
+    CHECK(waitpid(pid, &st, 0) == pid);
     if (!WIFEXITED(st) || WEXITSTATUS(st)) {
         diag("child status %#x (1: no ENOMEM past RLIMIT_MEMLOCK, 2: small register failed, 3: "
              "setup)",
@@ -124,14 +124,14 @@ static int t_rma_huge(void) {
     uint8_t *u = map_anon(PAGE);
     const size_t huge = 1ULL << 40;
 
-    REQ(u && mkpair(&p, 0, 0) == 0);
-    REQ(scif_register(p.cli, p.buf + 8 * PAGE, 4 * PAGE, 0x10000, RW, SCIF_MAP_FIXED) == 0x10000);
+    CHECK(u && mkpair(&p, 0, 0) == 0);
+    CHECK(scif_register(p.cli, p.buf + 8 * PAGE, 4 * PAGE, 0x10000, RW, SCIF_MAP_FIXED) == 0x10000);
     CHECK_ERR(scif_readfrom(p.cli, 0x10000, huge, 0x100000, SCIF_RMA_SYNC), ENXIO);
     CHECK_ERR(scif_writeto(p.cli, 0x10000, huge, 0x100000, SCIF_RMA_SYNC), ENXIO);
     CHECK_ERR(scif_readfrom(p.cli, 0x10000, huge, 0x100000, 0), ENXIO);
     CHECK_ERR(scif_vreadfrom(p.cli, u, huge, 0x100000, SCIF_RMA_SYNC), ENXIO);
     CHECK_ERR(scif_vwriteto(p.cli, u, huge, 0x100000, SCIF_RMA_SYNC | SCIF_RMA_USECACHE), ENXIO);
-    REQ(scif_writeto(p.cli, 0x10000, 4 * PAGE, 0x100000, SCIF_RMA_SYNC) == 0);
+    CHECK(scif_writeto(p.cli, 0x10000, 4 * PAGE, 0x100000, SCIF_RMA_SYNC) == 0);
     return KSFT_PASS;
 }
 
@@ -146,11 +146,11 @@ static int t_cache_memlock(void) {
     char c = 0;
     pid_t pid;
 
-    REQ(dbg_wait("pinned_pages", 0) == 0);
+    CHECK(dbg_wait("pinned_pages", 0) == 0);
     base = dbg_counter("pinned_pages");
-    REQ(pipe(go) == 0 && pipe(done) == 0);
+    CHECK(pipe(go) == 0 && pipe(done) == 0);
     pid = fork();
-    REQ(pid >= 0);
+    CHECK(pid >= 0);
     if (pid == 0) {
         struct rlimit rl = {16 * PAGE, 16 * PAGE};
         struct pair p;
@@ -173,11 +173,11 @@ static int t_cache_memlock(void) {
     }
     close(done[1]);
     close(go[0]);
-    REQ(read(done[0], &c, 1) == 1);
+    CHECK(read(done[0], &c, 1) == 1);
     /* Windows: 4 (mkpair) + 64 pages; nothing cached past the limit. */
     with = dbg_counter("pinned_pages") - base;
-    REQ(write(go[1], &c, 1) == 1);
-    REQ(waitpid(pid, &st, 0) == pid);
+    CHECK(write(go[1], &c, 1) == 1);
+    CHECK(waitpid(pid, &st, 0) == pid);
     if (!WIFEXITED(st) || WEXITSTATUS(st)) {
         diag("child status %#x (1: transfer failed, 2: data, 3: setup)", st);
         return KSFT_FAIL;
@@ -186,25 +186,25 @@ static int t_cache_memlock(void) {
         diag("%lld pages pinned, want 68 (the cache pinned past RLIMIT_MEMLOCK)", with);
         return KSFT_FAIL;
     }
-    REQ(dbg_wait("pinned_pages", base) == base);
+    CHECK(dbg_wait("pinned_pages", base) == base);
     return KSFT_PASS;
 }
 
 static int t_unreg(void) {
     struct pair p;
 
-    REQ(mkpair(&p, 0, 0) == 0);
+    CHECK(mkpair(&p, 0, 0) == 0);
     CHECK_ERR(scif_unregister(p.srv, 0x100000, PAGE), EINVAL);
     CHECK_ERR(scif_unregister(p.srv, 0x101000, 3 * PAGE), EINVAL);
     CHECK_ERR(scif_unregister(p.srv, 0x100000, 5 * PAGE), ENXIO);
     CHECK_ERR(scif_unregister(p.srv, 0x900000, PAGE), ENXIO);
     CHECK_ERR(scif_unregister(p.srv, 0x100001, PAGE), EINVAL);
-    REQ(scif_unregister(p.srv, 0x100000, 4 * PAGE) == 0);
+    CHECK(scif_unregister(p.srv, 0x100000, 4 * PAGE) == 0);
     CHECK_ERR(scif_unregister(p.srv, 0x100000, 4 * PAGE), ENXIO);
     /* Two adjacent windows go in one call. */
-    REQ(scif_register(p.srv, p.buf, PAGE, 0x200000, RW, SCIF_MAP_FIXED) == 0x200000);
-    REQ(scif_register(p.srv, p.buf, PAGE, 0x201000, RW, SCIF_MAP_FIXED) == 0x201000);
-    REQ(scif_unregister(p.srv, 0x200000, 2 * PAGE) == 0);
+    CHECK(scif_register(p.srv, p.buf, PAGE, 0x200000, RW, SCIF_MAP_FIXED) == 0x200000);
+    CHECK(scif_register(p.srv, p.buf, PAGE, 0x201000, RW, SCIF_MAP_FIXED) == 0x201000);
+    CHECK(scif_unregister(p.srv, 0x200000, 2 * PAGE) == 0);
     return KSFT_PASS;
 }
 
@@ -212,7 +212,7 @@ static int t_rma_enxio(void) {
     struct pair p;
     uint8_t *u = map_anon(8 * PAGE);
 
-    REQ(u && mkpair(&p, 0, 0) == 0);
+    CHECK(u && mkpair(&p, 0, 0) == 0);
     CHECK_ERR(scif_vreadfrom(p.cli, u, 8, 0x900000, SCIF_RMA_SYNC), ENXIO);
     CHECK_ERR(scif_vreadfrom(p.cli, u, 4 * PAGE + 1, 0x100000, SCIF_RMA_SYNC), ENXIO);
     CHECK_ERR(scif_vwriteto(p.cli, u, 8, 0x0ffff8 + PAGE * 0, SCIF_RMA_SYNC), ENXIO);
@@ -220,11 +220,11 @@ static int t_rma_enxio(void) {
     /* Local offset outside local windows. */
     CHECK_ERR(scif_readfrom(p.cli, 0x500000, 8, 0x100000, SCIF_RMA_SYNC), ENXIO);
     /* Windows with a hole between them: no crossing. */
-    REQ(scif_register(p.srv, p.buf, PAGE, 0x300000, RW, SCIF_MAP_FIXED) == 0x300000);
-    REQ(scif_register(p.srv, p.buf, PAGE, 0x302000, RW, SCIF_MAP_FIXED) == 0x302000);
+    CHECK(scif_register(p.srv, p.buf, PAGE, 0x300000, RW, SCIF_MAP_FIXED) == 0x300000);
+    CHECK(scif_register(p.srv, p.buf, PAGE, 0x302000, RW, SCIF_MAP_FIXED) == 0x302000);
     CHECK_ERR(scif_vreadfrom(p.cli, u, 2 * PAGE, 0x300000 + PAGE / 2, SCIF_RMA_SYNC), ENXIO);
-    REQ(scif_register(p.srv, p.buf + PAGE, PAGE, 0x301000, RW, SCIF_MAP_FIXED) == 0x301000);
-    REQ(scif_vreadfrom(p.cli, u, 2 * PAGE, 0x300000 + PAGE / 2, SCIF_RMA_SYNC) == 0);
+    CHECK(scif_register(p.srv, p.buf + PAGE, PAGE, 0x301000, RW, SCIF_MAP_FIXED) == 0x301000);
+    CHECK(scif_vreadfrom(p.cli, u, 2 * PAGE, 0x300000 + PAGE / 2, SCIF_RMA_SYNC) == 0);
     /* A window of the peer is not one of ours and vice versa. */
     CHECK_ERR(scif_vreadfrom(p.srv, u, 8, 0x100000, SCIF_RMA_SYNC), ENXIO);
     return KSFT_PASS;
@@ -234,10 +234,10 @@ static int t_rma_eacces(void) {
     struct pair p;
     uint8_t *u = map_anon(4 * PAGE), *l = map_anon(4 * PAGE);
 
-    REQ(u && l && mkpair(&p, 0, 0) == 0);
-    REQ(scif_register(p.srv, p.buf, PAGE, 0x400000, SCIF_PROT_READ, SCIF_MAP_FIXED) == 0x400000);
-    REQ(scif_register(p.srv, p.buf, PAGE, 0x401000, SCIF_PROT_WRITE, SCIF_MAP_FIXED) == 0x401000);
-    REQ(scif_register(p.cli, l, PAGE, 0x10000, SCIF_PROT_READ, SCIF_MAP_FIXED) == 0x10000);
+    CHECK(u && l && mkpair(&p, 0, 0) == 0);
+    CHECK(scif_register(p.srv, p.buf, PAGE, 0x400000, SCIF_PROT_READ, SCIF_MAP_FIXED) == 0x400000);
+    CHECK(scif_register(p.srv, p.buf, PAGE, 0x401000, SCIF_PROT_WRITE, SCIF_MAP_FIXED) == 0x401000);
+    CHECK(scif_register(p.cli, l, PAGE, 0x10000, SCIF_PROT_READ, SCIF_MAP_FIXED) == 0x10000);
     CHECK_ERR(scif_vwriteto(p.cli, u, 8, 0x400000, SCIF_RMA_SYNC), EACCES);
     CHECK_ERR(scif_writeto(p.cli, 0x10000, 8, 0x400000, SCIF_RMA_SYNC), EACCES);
     CHECK_ERR(scif_vreadfrom(p.cli, u, 8, 0x401000, SCIF_RMA_SYNC), EACCES);
@@ -245,9 +245,9 @@ static int t_rma_eacces(void) {
     CHECK_ERR(scif_readfrom(p.cli, 0x10000, 8, 0x400000, SCIF_RMA_SYNC), EACCES);
     /* Crossing from a readable into a write-only window. */
     CHECK_ERR(scif_vreadfrom(p.cli, u, 2 * PAGE, 0x400000, SCIF_RMA_SYNC), EACCES);
-    REQ(scif_vreadfrom(p.cli, u, 8, 0x400000, SCIF_RMA_SYNC) == 0);
-    REQ(scif_vwriteto(p.cli, u, 8, 0x401000, SCIF_RMA_SYNC) == 0);
-    REQ(scif_writeto(p.cli, 0x10000, 8, 0x401000, SCIF_RMA_SYNC) == 0);
+    CHECK(scif_vreadfrom(p.cli, u, 8, 0x400000, SCIF_RMA_SYNC) == 0);
+    CHECK(scif_vwriteto(p.cli, u, 8, 0x401000, SCIF_RMA_SYNC) == 0);
+    CHECK(scif_writeto(p.cli, 0x10000, 8, 0x401000, SCIF_RMA_SYNC) == 0);
     return KSFT_PASS;
 }
 
@@ -257,13 +257,13 @@ static int t_rma_efault_einval(void) {
     uint8_t *u = map_anon(PAGE);
     struct scifioctl_copy c;
 
-    REQ(hole && u && munmap(hole, 4 * PAGE) == 0);
-    REQ(mkpair(&p, 0, 0) == 0);
+    CHECK(hole && u && munmap(hole, 4 * PAGE) == 0);
+    CHECK(mkpair(&p, 0, 0) == 0);
     CHECK_ERR(scif_vreadfrom(p.cli, hole, 8, 0x100000, SCIF_RMA_SYNC), EFAULT);
     CHECK_ERR(scif_vwriteto(p.cli, hole, 2 * PAGE, 0x100000, 0), EFAULT);
     CHECK_ERR(scif_vreadfrom(p.cli, (void *)0xffff800000000000ULL, 8, 0x100000, 0), EFAULT);
     /* Reading into read-only memory faults too. */
-    REQ(mprotect(u, PAGE, PROT_READ) == 0);
+    CHECK(mprotect(u, PAGE, PROT_READ) == 0);
     CHECK_ERR(scif_vreadfrom(p.cli, u, 8, 0x100000, SCIF_RMA_SYNC), EFAULT);
     CHECK_ERR(scif_vreadfrom(p.cli, u, 8, 0x100000, 0x10), EINVAL);
     CHECK_ERR(scif_readfrom(p.cli, 0, 8, 0x100000, 0x100), EINVAL);
@@ -282,7 +282,7 @@ static int t_rma_bad_epd(void) {
     int null_fd = open("/dev/null", O_RDWR), mark;
     int e = ep_open(0);
 
-    REQ(u && null_fd >= 0 && e >= 0);
+    CHECK(u && null_fd >= 0 && e >= 0);
     CHECK_ERR(scif_vreadfrom(-1, u, 8, 0, 0), EBADF);
     CHECK_ERR(scif_readfrom(12345, 0, 8, 0, 0), EBADF);
     CHECK_ERR(ioctl(null_fd, SCIF_VREADFROM, u), ENOTTY);
@@ -304,9 +304,9 @@ static int t_rma_enodev(void) {
     REQUIRE_NODE(1);
     if (access(DBG_DIR "/node_lost", W_OK))
         return test_skip("no node_lost control in debugfs");
-    REQ(u && mkpair(&p, 1, 0) == 0);
-    REQ(scif_vreadfrom(p.cli, u, 8, 0x100000, SCIF_RMA_SYNC) == 0);
-    REQ(dbg_write("node_lost", 1) == 0);
+    CHECK(u && mkpair(&p, 1, 0) == 0);
+    CHECK(scif_vreadfrom(p.cli, u, 8, 0x100000, SCIF_RMA_SYNC) == 0);
+    CHECK(dbg_write("node_lost", 1) == 0);
     errno = 0;
     if (scif_vreadfrom(p.cli, u, 8, 0x100000, SCIF_RMA_SYNC) != -1 || errno != ENODEV) {
         diag("vreadfrom after node loss: errno %d", errno);
@@ -317,7 +317,7 @@ static int t_rma_enodev(void) {
         diag("fence_mark after node loss: errno %d", errno);
         ret = KSFT_FAIL;
     }
-    REQ(dbg_write("node_online", 1) == 0);
+    CHECK(dbg_write("node_online", 1) == 0);
     return ret;
 }
 
@@ -325,8 +325,8 @@ static int t_fence_einval_enxio(void) {
     struct pair p;
     int mark;
 
-    REQ(mkpair(&p, 0, 0) == 0);
-    REQ(scif_register(p.cli, p.buf + 8 * PAGE, PAGE, 0x10000, RW, SCIF_MAP_FIXED) == 0x10000);
+    CHECK(mkpair(&p, 0, 0) == 0);
+    CHECK(scif_register(p.cli, p.buf + 8 * PAGE, PAGE, 0x10000, RW, SCIF_MAP_FIXED) == 0x10000);
     CHECK_ERR(scif_fence_mark(p.cli, 0, &mark), EINVAL);
     CHECK_ERR(scif_fence_mark(p.cli, SCIF_FENCE_INIT_SELF | SCIF_FENCE_INIT_PEER, &mark), EINVAL);
     CHECK_ERR(scif_fence_mark(p.cli, SCIF_FENCE_INIT_SELF | 0x100, &mark), EINVAL);
@@ -346,10 +346,10 @@ static int t_fence_einval_enxio(void) {
     CHECK_ERR(
         scif_fence_signal(p.cli, 0, 0, 0x900000, 1, SCIF_FENCE_INIT_PEER | SCIF_SIGNAL_REMOTE),
         ENXIO);
-    REQ(scif_fence_signal(p.cli, 0x10008, 7, 0x100010, 9,
-                          SCIF_FENCE_INIT_SELF | SCIF_SIGNAL_LOCAL | SCIF_SIGNAL_REMOTE) == 0);
-    REQ(*(volatile uint64_t *)(p.buf + 8 * PAGE + 8) == 7);
-    REQ(*(volatile uint64_t *)(p.buf + 0x10) == 9);
+    CHECK(scif_fence_signal(p.cli, 0x10008, 7, 0x100010, 9,
+                            SCIF_FENCE_INIT_SELF | SCIF_SIGNAL_LOCAL | SCIF_SIGNAL_REMOTE) == 0);
+    CHECK(*(volatile uint64_t *)(p.buf + 8 * PAGE + 8) == 7);
+    CHECK(*(volatile uint64_t *)(p.buf + 0x10) == 9);
     return KSFT_PASS;
 }
 

@@ -25,7 +25,7 @@
  */
 #include <fcntl.h>
 #include <pthread.h>
-#include "rma_test.h"
+#include "scif_test.h"
 
 #define RW (SCIF_PROT_READ | SCIF_PROT_WRITE)
 #define FAILSLAB "/sys/kernel/debug/failslab"
@@ -56,11 +56,11 @@ static int failslab_setup(void) {
     if (access(DBG_DIR "/windows", R_OK))
         return test_skip("no " DBG_DIR "/windows (debugfs not mounted?)");
     /* Sleeping (GFP_KERNEL) allocations are what the module makes. */
-    REQ(write_long(FAILSLAB "/ignore-gfp-wait", 0) == 0);
+    CHECK(write_long(FAILSLAB "/ignore-gfp-wait", 0) == 0);
     /* No stack dump per injected failure (the runner fails on traces). */
-    REQ(write_long(FAILSLAB "/verbose", 0) == 0);
+    CHECK(write_long(FAILSLAB "/verbose", 0) == 0);
     nth_fd = open("/proc/thread-self/fail-nth", O_RDWR | O_CLOEXEC);
-    REQ(nth_fd >= 0);
+    CHECK(nth_fd >= 0);
     return KSFT_PASS;
 }
 
@@ -156,13 +156,13 @@ static int failfunc_setup(const char *func, int err) {
     snprintf(ff_func, sizeof(ff_func), "%s", func);
     snprintf(path, sizeof(path), FAILFUNC "/%s/retval", func);
     snprintf(v, sizeof(v), "%#lx", (unsigned long)(long)err);
-    REQ(write_str(path, v) == 0);
-    REQ(ff_write("times", 0) == 0);
-    REQ(ff_write("probability", 100) == 0);
-    REQ(ff_write("interval", 1) == 0);
-    REQ(ff_write("verbose", 0) == 0);
-    REQ(write_str(FAILFUNC "/task-filter", "Y") == 0);
-    REQ(write_str("/proc/thread-self/make-it-fail", "1") == 0);
+    CHECK(write_str(path, v) == 0);
+    CHECK(ff_write("times", 0) == 0);
+    CHECK(ff_write("probability", 100) == 0);
+    CHECK(ff_write("interval", 1) == 0);
+    CHECK(ff_write("verbose", 0) == 0);
+    CHECK(write_str(FAILFUNC "/task-filter", "Y") == 0);
+    CHECK(write_str("/proc/thread-self/make-it-fail", "1") == 0);
     return KSFT_PASS;
 }
 
@@ -640,11 +640,11 @@ static int do_get_nodeids(void *p) {
 static int pair_usable(struct rctx *c) {
     uint8_t *want = map_anon(8 * PAGE);
 
-    REQ(want);
+    CHECK(want);
     fill(c->buf, 8 * PAGE, 7);
     memcpy(want, c->buf, 8 * PAGE);
-    REQ(scif_vwriteto(c->cli, c->buf, 8 * PAGE, 0x200000, SCIF_RMA_SYNC) == 0);
-    REQ(first_diff(c->peer, want, 8 * PAGE) == -1);
+    CHECK(scif_vwriteto(c->cli, c->buf, 8 * PAGE, 0x200000, SCIF_RMA_SYNC) == 0);
+    CHECK(first_diff(c->peer, want, 8 * PAGE) == -1);
     munmap(want, 8 * PAGE);
     return KSFT_PASS;
 }
@@ -662,20 +662,20 @@ static int run_with(const struct injector *inj, struct victim *v, int with, int 
     int r, calls = 0, acc = 0, mark;
     pthread_t th;
 
-    REQ(mkpair(&c, 0, 1) == 0);
+    CHECK(mkpair(&c, 0, 1) == 0);
     v->ctx = &c;
     if (with & WITH_REG)
-        REQ(scif_register(c.cli, c.buf, 8 * PAGE, 0x100000, RW, SCIF_MAP_FIXED) == 0x100000);
+        CHECK(scif_register(c.cli, c.buf, 8 * PAGE, 0x100000, RW, SCIF_MAP_FIXED) == 0x100000);
     if (with & WITH_MSG)
-        REQ(send_all(c.cli, c.buf, 100) == 0);
+        CHECK(send_all(c.cli, c.buf, 100) == 0);
     if (with & WITH_EP)
         spare_ep(&c, with & WITH_BOUND);
     if (with & WITH_LISTENER) {
         c.lep = make_listener(0, 0, 16, &c.port);
-        REQ(c.lep >= 0);
+        CHECK(c.lep >= 0);
         /* The connect victim needs an acceptor; the accept victim is one. */
         if (v->fn == do_connect) {
-            REQ(pthread_create(&th, NULL, acceptor, &c) == 0);
+            CHECK(pthread_create(&th, NULL, acceptor, &c) == 0);
             acc = 1;
         }
     }

@@ -4,7 +4,7 @@
  * data of the transfers it fences; marks of either side wait for the
  * right transfers; SCIF_RMA_ORDERED publishes the last cache line last.
  */
-#include "rma_test.h"
+#include "scif_test.h"
 
 #define RW (SCIF_PROT_READ | SCIF_PROT_WRITE)
 #define DATA (2UL << 20)
@@ -52,10 +52,10 @@ static int signal_order(int snode, int cnode, int cpu) {
 
     if (snode || cnode)
         REQUIRE_NODE(1);
-    REQ(setup(&f, snode, cnode) == 0);
+    CHECK(setup(&f, snode, cnode) == 0);
     src[0] = map_anon(DATA);
     src[1] = map_anon(DATA);
-    REQ(src[0] && src[1]);
+    CHECK(src[0] && src[1]);
     for (i = 1; i <= 40; i++) {
         volatile uint64_t *rflag = (volatile uint64_t *)(f.win + DATA);
         volatile uint64_t *lflag = (volatile uint64_t *)(f.lwin + 8);
@@ -63,10 +63,11 @@ static int signal_order(int snode, int cnode, int cpu) {
         long long bad;
 
         memset(s, i, DATA);
-        REQ(scif_vwriteto(f.cli, s, DATA / 2, WOFF, cpu) == 0);
-        REQ(scif_vwriteto(f.cli, s + DATA / 2, DATA / 2, WOFF + DATA / 2, cpu) == 0);
-        REQ(scif_fence_signal(f.cli, 0x2008, i, WOFF + DATA, i,
-                              SCIF_FENCE_INIT_SELF | SCIF_SIGNAL_LOCAL | SCIF_SIGNAL_REMOTE) == 0);
+        CHECK(scif_vwriteto(f.cli, s, DATA / 2, WOFF, cpu) == 0);
+        CHECK(scif_vwriteto(f.cli, s + DATA / 2, DATA / 2, WOFF + DATA / 2, cpu) == 0);
+        CHECK(scif_fence_signal(f.cli, 0x2008, i, WOFF + DATA, i,
+                                SCIF_FENCE_INIT_SELF | SCIF_SIGNAL_LOCAL | SCIF_SIGNAL_REMOTE) ==
+              0);
         while (*rflag != (uint64_t)i)
             ;
         bad = not_all(f.win, DATA, i);
@@ -96,23 +97,23 @@ static int t_mark_peer(void) {
     uint8_t *s = map_anon(DATA);
     int i, mark;
 
-    REQ(s && setup(&f, 0, 0) == 0);
+    CHECK(s && setup(&f, 0, 0) == 0);
     for (i = 1; i <= 10; i++) {
         long long bad;
 
         memset(s, i, DATA);
-        REQ(scif_vwriteto(f.cli, s, DATA, WOFF, 0) == 0);
-        REQ(scif_fence_mark(f.srv, SCIF_FENCE_INIT_PEER, &mark) == 0);
-        REQ(mark >= 0);
-        REQ(scif_fence_wait(f.srv, mark) == 0);
+        CHECK(scif_vwriteto(f.cli, s, DATA, WOFF, 0) == 0);
+        CHECK(scif_fence_mark(f.srv, SCIF_FENCE_INIT_PEER, &mark) == 0);
+        CHECK(mark >= 0);
+        CHECK(scif_fence_wait(f.srv, mark) == 0);
         bad = not_all(f.win, DATA, i);
         if (bad >= 0) {
             diag("iteration %d: peer fence passed, byte %lld is %u", i, bad, f.win[bad]);
             return KSFT_FAIL;
         }
         /* The signal on the server's side watches the client's RMAs. */
-        REQ(scif_fence_signal(f.srv, WOFF + DATA, i, 0, 0,
-                              SCIF_FENCE_INIT_PEER | SCIF_SIGNAL_LOCAL) == 0);
+        CHECK(scif_fence_signal(f.srv, WOFF + DATA, i, 0, 0,
+                                SCIF_FENCE_INIT_PEER | SCIF_SIGNAL_LOCAL) == 0);
         while (*(volatile uint64_t *)(f.win + DATA) != (uint64_t)i)
             ;
     }
@@ -125,15 +126,15 @@ static int t_ordered(void) {
     uint8_t *s = map_anon(DATA);
     int i;
 
-    REQ(s && setup(&f, 0, 0) == 0);
+    CHECK(s && setup(&f, 0, 0) == 0);
     for (i = 1; i <= 30; i++) {
         size_t len = DATA - (size_t)(i * 37) % 4096;
         volatile uint8_t *last = f.win + len - 1;
         long long bad;
 
         memset(s, i, len);
-        REQ(scif_vwriteto(f.cli, s, len, WOFF, SCIF_RMA_ORDERED | (i & 1 ? SCIF_RMA_USECPU : 0)) ==
-            0);
+        CHECK(scif_vwriteto(f.cli, s, len, WOFF,
+                            SCIF_RMA_ORDERED | (i & 1 ? SCIF_RMA_USECPU : 0)) == 0);
         while (*last != (uint8_t)i)
             ;
         bad = not_all(f.win, len, i);
@@ -150,13 +151,13 @@ static int t_marks(void) {
     struct fx f;
     int m1, m2;
 
-    REQ(setup(&f, 0, 0) == 0);
-    REQ(scif_fence_mark(f.cli, SCIF_FENCE_INIT_SELF, &m1) == 0);
-    REQ(scif_vwriteto(f.cli, f.lwin, 64, WOFF, 0) == 0);
-    REQ(scif_fence_mark(f.cli, SCIF_FENCE_INIT_SELF, &m2) == 0);
-    REQ(m1 >= 0 && m2 >= 0 && m1 != m2);
-    REQ(scif_fence_wait(f.cli, m2) == 0);
-    REQ(scif_fence_wait(f.cli, m1) == 0);
+    CHECK(setup(&f, 0, 0) == 0);
+    CHECK(scif_fence_mark(f.cli, SCIF_FENCE_INIT_SELF, &m1) == 0);
+    CHECK(scif_vwriteto(f.cli, f.lwin, 64, WOFF, 0) == 0);
+    CHECK(scif_fence_mark(f.cli, SCIF_FENCE_INIT_SELF, &m2) == 0);
+    CHECK(m1 >= 0 && m2 >= 0 && m1 != m2);
+    CHECK(scif_fence_wait(f.cli, m2) == 0);
+    CHECK(scif_fence_wait(f.cli, m1) == 0);
     return KSFT_PASS;
 }
 
@@ -172,14 +173,14 @@ static int t_mark_never_issued(void) {
     size_t i;
     int m;
 
-    REQ(setup(&f, 0, 0) == 0);
+    CHECK(setup(&f, 0, 0) == 0);
     for (i = 0; i < ARRAY_SIZE(marks); i++)
-        REQ(scif_fence_wait(f.cli, marks[i]) == 0);
-    REQ(scif_vwriteto(f.cli, f.lwin, 64, WOFF, SCIF_RMA_SYNC) == 0);
-    REQ(scif_fence_mark(f.cli, SCIF_FENCE_INIT_SELF, &m) == 0);
-    REQ(scif_fence_wait(f.cli, m + 5) == 0);
+        CHECK(scif_fence_wait(f.cli, marks[i]) == 0);
+    CHECK(scif_vwriteto(f.cli, f.lwin, 64, WOFF, SCIF_RMA_SYNC) == 0);
+    CHECK(scif_fence_mark(f.cli, SCIF_FENCE_INIT_SELF, &m) == 0);
+    CHECK(scif_fence_wait(f.cli, m + 5) == 0);
     for (i = 0; i < ARRAY_SIZE(marks); i++)
-        REQ(scif_fence_wait(f.srv, marks[i]) == 0);
+        CHECK(scif_fence_wait(f.srv, marks[i]) == 0);
     return KSFT_PASS;
 }
 

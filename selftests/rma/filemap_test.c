@@ -14,7 +14,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 
-#include "rma_test.h"
+#include "scif_test.h"
 
 #define RW (SCIF_PROT_READ | SCIF_PROT_WRITE)
 #define NPAGES 8
@@ -95,12 +95,12 @@ static int t_rw_window(void) {
     int srv, cli;
 
     REQUIRE_EXT4();
-    REQ(connect_pair(0, 0, &srv, &cli) == 0);
-    REQ((p = map_ext4(1)) != NULL);
+    CHECK(connect_pair(0, 0, &srv, &cli) == 0);
+    CHECK((p = map_ext4(1)) != NULL);
     pinned = dbg_counter("pinned_pages");
     CHECK_ERR(scif_register(srv, p, LEN, 0, RW, 0), EFAULT);
     CHECK_ERR(scif_register(srv, p, LEN, 0, SCIF_PROT_WRITE, 0), EFAULT);
-    REQ(dbg_counter("pinned_pages") == pinned);
+    CHECK(dbg_counter("pinned_pages") == pinned);
     return KSFT_PASS;
 }
 
@@ -110,11 +110,11 @@ static int t_ro_window(void) {
     int srv, cli;
 
     REQUIRE_EXT4();
-    REQ(connect_pair(0, 0, &srv, &cli) == 0);
-    REQ((p = map_ext4(7)) != NULL && (dst = map_anon(LEN)) != NULL);
-    REQ(scif_register(srv, p, LEN, PEER_OFF, SCIF_PROT_READ, SCIF_MAP_FIXED) == PEER_OFF);
-    REQ(scif_vreadfrom(cli, dst, LEN, PEER_OFF, SCIF_RMA_SYNC) == 0);
-    REQ(first_diff(p, dst, LEN) < 0);
+    CHECK(connect_pair(0, 0, &srv, &cli) == 0);
+    CHECK((p = map_ext4(7)) != NULL && (dst = map_anon(LEN)) != NULL);
+    CHECK(scif_register(srv, p, LEN, PEER_OFF, SCIF_PROT_READ, SCIF_MAP_FIXED) == PEER_OFF);
+    CHECK(scif_vreadfrom(cli, dst, LEN, PEER_OFF, SCIF_RMA_SYNC) == 0);
+    CHECK(first_diff(p, dst, LEN) < 0);
     return KSFT_PASS;
 }
 
@@ -124,13 +124,13 @@ static int t_shmem_window(void) {
     int srv, cli;
     char path[64];
 
-    REQ(connect_pair(0, 0, &srv, &cli) == 0);
+    CHECK(connect_pair(0, 0, &srv, &cli) == 0);
     snprintf(path, sizeof(path), "/dev/shm/scif_filemap_%d", (int)getpid());
     p = map_file(path, 3);
     unlink(path);
-    REQ(p != NULL);
-    REQ(scif_register(srv, p, LEN, PEER_OFF, RW, SCIF_MAP_FIXED) == PEER_OFF);
-    REQ(scif_unregister(srv, PEER_OFF, LEN) == 0);
+    CHECK(p != NULL);
+    CHECK(scif_register(srv, p, LEN, PEER_OFF, RW, SCIF_MAP_FIXED) == PEER_OFF);
+    CHECK(scif_unregister(srv, PEER_OFF, LEN) == 0);
     return KSFT_PASS;
 }
 
@@ -145,14 +145,14 @@ static int t_cache(void) {
     int srv, cli;
 
     REQUIRE_EXT4();
-    REQ(connect_pair(0, 0, &srv, &cli) == 0);
-    REQ((p = map_ext4(0)) != NULL && (src = map_anon(LEN)) != NULL);
+    CHECK(connect_pair(0, 0, &srv, &cli) == 0);
+    CHECK((p = map_ext4(0)) != NULL && (src = map_anon(LEN)) != NULL);
     fill(src, LEN, 42);
-    REQ(scif_register(srv, src, LEN, PEER_OFF, RW, SCIF_MAP_FIXED) == PEER_OFF);
+    CHECK(scif_register(srv, src, LEN, PEER_OFF, RW, SCIF_MAP_FIXED) == PEER_OFF);
     before = dbg_counter("pinned_pages");
-    REQ(before >= NPAGES);
-    REQ(scif_vreadfrom(cli, p, LEN, PEER_OFF, SCIF_RMA_USECACHE | SCIF_RMA_SYNC) == 0);
-    REQ(first_diff(p, src, LEN) < 0);
+    CHECK(before >= NPAGES);
+    CHECK(scif_vreadfrom(cli, p, LEN, PEER_OFF, SCIF_RMA_USECACHE | SCIF_RMA_SYNC) == 0);
+    CHECK(first_diff(p, src, LEN) < 0);
     if (dbg_counter("pinned_pages") != before) {
         diag("pinned_pages %lld after the transfer, %lld before: the ext4 range stayed pinned",
              dbg_counter("pinned_pages"), before);

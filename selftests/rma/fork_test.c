@@ -5,7 +5,7 @@
  * and neither side's data is corrupted by the other.
  */
 #include <sys/wait.h>
-#include "rma_test.h"
+#include "scif_test.h"
 
 #define WOFF 0x200000L
 #define WLEN (4 * PAGE)
@@ -16,14 +16,14 @@
  * (if asked for) is a private copy of that pattern.
  */
 static int setup(int *srv, int *cli, uint8_t **buf, uint8_t **want) {
-    REQ(connect_pair(0, peer_node(), srv, cli) == 0);
+    CHECK(connect_pair(0, peer_node(), srv, cli) == 0);
     *buf = map_anon(WLEN);
-    REQ(*buf);
+    CHECK(*buf);
     fill(*buf, WLEN, 1);
-    REQ(scif_register(*srv, *buf, WLEN, WOFF, RW, SCIF_MAP_FIXED) == WOFF);
+    CHECK(scif_register(*srv, *buf, WLEN, WOFF, RW, SCIF_MAP_FIXED) == WOFF);
     if (want) {
         *want = map_anon(WLEN);
-        REQ(*want);
+        CHECK(*want);
         memcpy(*want, *buf, WLEN);
     }
     return 0;
@@ -34,8 +34,8 @@ static int window_holds(int cli, const uint8_t *want, const char *what) {
     uint8_t *got = map_anon(WLEN);
     long long d;
 
-    REQ(got);
-    REQ(scif_vreadfrom(cli, got, WLEN, WOFF, SCIF_RMA_SYNC) == 0);
+    CHECK(got);
+    CHECK(scif_vreadfrom(cli, got, WLEN, WOFF, SCIF_RMA_SYNC) == 0);
     d = first_diff(got, want, WLEN);
     munmap(got, WLEN);
     CHECK(d < 0, "%s: window differs at byte %lld", what, d);
@@ -52,15 +52,15 @@ static int t_child_writes_private(void) {
     uint8_t *buf, *want;
     pid_t pid;
 
-    REQ(setup(&srv, &cli, &buf, &want) == 0);
+    CHECK(setup(&srv, &cli, &buf, &want) == 0);
 
     pid = fork();
-    REQ(pid >= 0);
+    CHECK(pid >= 0);
     if (pid == 0) {
         memset(buf, 0xCC, WLEN);
         _exit(0);
     }
-    REQ(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
     CHECK(first_diff(buf, want, WLEN) < 0, "the child's writes reached the parent");
     if (window_holds(cli, want, "after the child wrote its copy"))
         return KSFT_FAIL;
@@ -73,7 +73,7 @@ static int t_child_writes_private(void) {
 
     /* RMA writes land in the parent's memory. */
     fill(want, WLEN, 3);
-    REQ(scif_vwriteto(cli, want, WLEN, WOFF, SCIF_RMA_SYNC) == 0);
+    CHECK(scif_vwriteto(cli, want, WLEN, WOFF, SCIF_RMA_SYNC) == 0);
     CHECK(first_diff(buf, want, WLEN) < 0, "an RMA write missed the parent's pages");
     return 0;
 }
@@ -88,10 +88,10 @@ static int t_child_rma_inherited_endpoint(void) {
     uint8_t *buf, *want;
     pid_t pid;
 
-    REQ(setup(&srv, &cli, &buf, &want) == 0);
+    CHECK(setup(&srv, &cli, &buf, &want) == 0);
 
     pid = fork();
-    REQ(pid >= 0);
+    CHECK(pid >= 0);
     if (pid == 0) {
         uint8_t *mine = map_anon(WLEN);
 
@@ -99,7 +99,7 @@ static int t_child_rma_inherited_endpoint(void) {
             _exit(2);
         _exit(first_diff(mine, want, WLEN) < 0 ? 0 : 3);
     }
-    REQ(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
+    CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
     CHECK(WEXITSTATUS(st) == 0,
           "child RMA through the inherited endpoint: status %d "
           "(2 = call failed, 3 = wrong data)",
@@ -114,12 +114,12 @@ static int t_counters_after_fork(void) {
     uint8_t *buf;
     pid_t pid;
 
-    REQ(setup(&srv, &cli, &buf, NULL) == 0);
+    CHECK(setup(&srv, &cli, &buf, NULL) == 0);
     pid = fork();
-    REQ(pid >= 0);
+    CHECK(pid >= 0);
     if (pid == 0)
         _exit(0); /* exits holding copies of both descriptors */
-    REQ(waitpid(pid, &st, 0) == pid);
+    CHECK(waitpid(pid, &st, 0) == pid);
     scif_close(cli);
     scif_close(srv);
     CHECK(dbg_wait("windows", 0) == 0, "windows left registered");

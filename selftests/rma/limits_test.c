@@ -14,7 +14,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 
-#include "rma_test.h"
+#include "scif_test.h"
 
 #define RW (SCIF_PROT_READ | SCIF_PROT_WRITE)
 #define BIG (64UL << 20)
@@ -107,12 +107,12 @@ static int t_signal_bound(void) {
     int round, err;
     long n;
 
-    REQ(setup(&f) == 0);
+    CHECK(setup(&f) == 0);
     for (round = 0; round < ROUNDS; round++) {
-        REQ(copy_start(&c, f.cli) == 0);
+        CHECK(copy_start(&c, f.cli) == 0);
         n = flood(&f, &c, 4L * MAX_SIGNALS, &err);
         pthread_join(c.th, NULL);
-        REQ(c.ret == 0);
+        CHECK(c.ret == 0);
         if (err) {
             if (err != ENOMEM) {
                 diag("signal %ld failed with errno %d (%s), expected ENOMEM", n, err,
@@ -191,16 +191,16 @@ static int t_signal_memcg(void) {
     snprintf(max, sizeof(max), "%s/memory.max", cg);
     snprintf(pid, sizeof(pid), "%d", (int)getpid());
     /* 16 KiB: room for about 256 signals, a quarter of the bound. */
-    REQ(write_str(max, "16384") == 0);
-    REQ(setup(&f) == 0);
+    CHECK(write_str(max, "16384") == 0);
+    CHECK(setup(&f) == 0);
     /* Inside the cgroup nothing may be opened: struct file is charged. */
     join = open(procs, O_WRONLY);
     leave = open(CG_ROOT "/cgroup.procs", O_WRONLY);
-    REQ(join >= 0 && leave >= 0);
+    CHECK(join >= 0 && leave >= 0);
     /* No page of the flood's stack may need charging in the cgroup. */
     memset((void *)stack, 0, sizeof(stack));
     for (round = 0; round < ROUNDS; round++) {
-        REQ(copy_start(&c, f.cli) == 0);
+        CHECK(copy_start(&c, f.cli) == 0);
         /* Only what the flood makes the kernel allocate is charged here. */
         if (write_fd(join, pid)) {
             diag("cannot join %s: %s", cg, strerror(errno));
@@ -210,8 +210,8 @@ static int t_signal_memcg(void) {
         n = flood(&f, &c, 4L * MAX_SIGNALS, &err);
         r = write_fd(leave, pid);
         pthread_join(c.th, NULL);
-        REQ(r == 0);
-        REQ(c.ret == 0);
+        CHECK(r == 0);
+        CHECK(c.ret == 0);
         if (err) {
             rmdir(cg);
             if (err != ENOMEM) {

@@ -16,7 +16,7 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <linux/userfaultfd.h>
-#include "rma_test.h"
+#include "scif_test.h"
 
 #define RW (SCIF_PROT_READ | SCIF_PROT_WRITE)
 #define WOFF 0x800000L
@@ -46,21 +46,21 @@ static int share(int snode, int cnode) {
 
     if (snode || cnode)
         REQUIRE_NODE(1);
-    REQ(setup(&m, snode, cnode, RW) == 0);
+    CHECK(setup(&m, snode, cnode, RW) == 0);
     /* Spans both windows. */
     p = scif_mmap(NULL, 8 * PAGE, RW, 0, m.cli, WOFF);
-    REQ(p != SCIF_MMAP_FAILED);
-    REQ(memcmp(p, m.buf, 8 * PAGE) == 0);
+    CHECK(p != SCIF_MMAP_FAILED);
+    CHECK(memcmp(p, m.buf, 8 * PAGE) == 0);
     memset(p + 100, 0xab, 5 * PAGE);
-    REQ(memcmp(p, m.buf, 8 * PAGE) == 0);
+    CHECK(memcmp(p, m.buf, 8 * PAGE) == 0);
     m.buf[7 * PAGE + 5] = 0x17;
-    REQ(p[7 * PAGE + 5] == 0x17);
-    REQ(scif_munmap(p, 8 * PAGE) == 0);
+    CHECK(p[7 * PAGE + 5] == 0x17);
+    CHECK(scif_munmap(p, 8 * PAGE) == 0);
     /* A part of a window at an offset inside it. */
     p = scif_mmap(NULL, PAGE, SCIF_PROT_READ, 0, m.cli, WOFF + 2 * PAGE);
-    REQ(p != SCIF_MMAP_FAILED);
-    REQ(memcmp(p, m.buf + 2 * PAGE, PAGE) == 0);
-    REQ(scif_munmap(p, PAGE) == 0);
+    CHECK(p != SCIF_MMAP_FAILED);
+    CHECK(memcmp(p, m.buf + 2 * PAGE, PAGE) == 0);
+    CHECK(scif_munmap(p, PAGE) == 0);
     return KSFT_PASS;
 }
 
@@ -75,14 +75,14 @@ static int t_prot(void) {
     struct mp m;
     uint8_t *p;
 
-    REQ(setup(&m, 0, 0, SCIF_PROT_READ) == 0);
+    CHECK(setup(&m, 0, 0, SCIF_PROT_READ) == 0);
     CHECK_ERR(scif_mmap(NULL, PAGE, RW, 0, m.cli, WOFF), EACCES);
     p = scif_mmap(NULL, PAGE, SCIF_PROT_READ, 0, m.cli, WOFF);
-    REQ(p != SCIF_MMAP_FAILED);
-    REQ(p[3] == m.buf[3]);
+    CHECK(p != SCIF_MMAP_FAILED);
+    CHECK(p[3] == m.buf[3]);
     /* Cannot be widened later. */
     CHECK_ERR(mprotect(p, PAGE, PROT_READ | PROT_WRITE), EACCES);
-    REQ(scif_munmap(p, PAGE) == 0);
+    CHECK(scif_munmap(p, PAGE) == 0);
     return KSFT_PASS;
 }
 
@@ -91,15 +91,15 @@ static int t_errors(void) {
     int e = ep_open(0);
     void *r;
 
-    REQ(e >= 0);
+    CHECK(e >= 0);
     CHECK_ERR(scif_mmap(NULL, PAGE, SCIF_PROT_READ, 0, e, 0), ENOTCONN);
-    REQ(setup(&m, 0, 0, RW) == 0);
+    CHECK(setup(&m, 0, 0, RW) == 0);
     CHECK_ERR(scif_mmap(NULL, PAGE, SCIF_PROT_READ, 0, m.cli, 0x100000), ENXIO);
     CHECK_ERR(scif_mmap(NULL, 9 * PAGE, SCIF_PROT_READ, 0, m.cli, WOFF), ENXIO);
     /* Our own windows are not the peer's. */
     CHECK_ERR(scif_mmap(NULL, PAGE, SCIF_PROT_READ, 0, m.srv, WOFF), ENXIO);
     r = mmap(NULL, PAGE, PROT_READ, MAP_PRIVATE, m.cli, WOFF);
-    REQ(r == MAP_FAILED && errno == EINVAL);
+    CHECK(r == MAP_FAILED && errno == EINVAL);
     return KSFT_PASS;
 }
 
@@ -186,11 +186,11 @@ static int t_unreg_keeps(void) {
     struct mp m;
     uint8_t *p, *u = map_anon(4 * PAGE);
 
-    REQ(u);
+    CHECK(u);
     p = setup_mapped(&m); /* one page faulted before, the others after */
-    REQ(p);
-    REQ(scif_unregister(m.srv, WOFF, 4 * PAGE) == 0);
-    REQ(same_pages(p, m.buf, 4 * PAGE, 1) == 0);
+    CHECK(p);
+    CHECK(scif_unregister(m.srv, WOFF, 4 * PAGE) == 0);
+    CHECK(same_pages(p, m.buf, 4 * PAGE, 1) == 0);
     CHECK_ERR(scif_vreadfrom(m.cli, u, PAGE, WOFF, SCIF_RMA_SYNC), ENXIO);
     CHECK_ERR(scif_vwriteto(m.cli, u, PAGE, WOFF + PAGE, SCIF_RMA_SYNC), ENXIO);
     /* a range that starts in the next, registered window and runs back is refused too */
@@ -199,10 +199,10 @@ static int t_unreg_keeps(void) {
     CHECK_ERR(scif_unregister(m.srv, WOFF, 4 * PAGE), ENXIO);
     CHECK_ERR(scif_unregister(m.srv, WOFF, 8 * PAGE), ENXIO);
     /* The other window is untouched. */
-    REQ(scif_vreadfrom(m.cli, u, PAGE, WOFF + 4 * PAGE, SCIF_RMA_SYNC) == 0);
-    REQ(memcmp(u, m.buf + 4 * PAGE, PAGE) == 0);
-    REQ(scif_munmap(p, 4 * PAGE) == 0);
-    REQ(scif_unregister(m.srv, WOFF + 4 * PAGE, 4 * PAGE) == 0);
+    CHECK(scif_vreadfrom(m.cli, u, PAGE, WOFF + 4 * PAGE, SCIF_RMA_SYNC) == 0);
+    CHECK(memcmp(u, m.buf + 4 * PAGE, PAGE) == 0);
+    CHECK(scif_munmap(p, 4 * PAGE) == 0);
+    CHECK(scif_unregister(m.srv, WOFF + 4 * PAGE, 4 * PAGE) == 0);
     return rma_counters_zero();
 }
 
@@ -216,41 +216,41 @@ static int t_unreg_reserved(void) {
     uint8_t *p, *q, *secret = map_anon(8 * PAGE);
     off_t o;
 
-    REQ(secret && setup(&m, 0, 0, RW) == 0);
+    CHECK(secret && setup(&m, 0, 0, RW) == 0);
     memset(secret, 0x5a, 8 * PAGE);
     /* Two mappings of the first window: both must go. */
     p = scif_mmap(NULL, 4 * PAGE, RW, 0, m.cli, WOFF);
     q = scif_mmap(NULL, PAGE, SCIF_PROT_READ, 0, m.cli, WOFF + 3 * PAGE);
-    REQ(p != SCIF_MMAP_FAILED && q != SCIF_MMAP_FAILED);
-    REQ(p[0] == m.buf[0]); /* only page 0 faulted before the unregister */
-    REQ(scif_unregister(m.srv, WOFF, 4 * PAGE) == 0);
-    REQ(dbg_wait("windows", 2) == 2 && dbg_wait("mappings", 2) == 2);
+    CHECK(p != SCIF_MMAP_FAILED && q != SCIF_MMAP_FAILED);
+    CHECK(p[0] == m.buf[0]); /* only page 0 faulted before the unregister */
+    CHECK(scif_unregister(m.srv, WOFF, 4 * PAGE) == 0);
+    CHECK(dbg_wait("windows", 2) == 2 && dbg_wait("mappings", 2) == 2);
     CHECK_ERR(scif_register(m.srv, secret, 4 * PAGE, WOFF, SCIF_PROT_WRITE, SCIF_MAP_FIXED),
               EADDRINUSE);
     CHECK_ERR(scif_register(m.srv, secret, PAGE, WOFF + 2 * PAGE, RW, SCIF_MAP_FIXED), EADDRINUSE);
     CHECK_ERR(scif_register(m.srv, secret, 2 * PAGE, WOFF - PAGE, RW, SCIF_MAP_FIXED), EADDRINUSE);
     o = scif_register(m.srv, secret, 8 * PAGE, 0, RW, 0);
-    REQ(o >= 0);
+    CHECK(o >= 0);
     if (o < WOFF + 8 * (off_t)PAGE && o + 8 * (off_t)PAGE > WOFF) {
         diag("allocator placed a window at %#llx, over the reserved range", (long long)o);
         return KSFT_FAIL;
     }
     /* Pages first touched now still are the old window's. */
-    REQ(same_pages(p, m.buf, 4 * PAGE, 1) == 0);
-    REQ(memcmp(q, m.buf + 3 * PAGE, PAGE) == 0);
-    REQ(scif_munmap(p, 4 * PAGE) == 0);
+    CHECK(same_pages(p, m.buf, 4 * PAGE, 1) == 0);
+    CHECK(memcmp(q, m.buf + 3 * PAGE, PAGE) == 0);
+    CHECK(scif_munmap(p, 4 * PAGE) == 0);
     CHECK_ERR(scif_register(m.srv, secret, 4 * PAGE, WOFF, RW, SCIF_MAP_FIXED), EADDRINUSE);
-    REQ(scif_munmap(q, PAGE) == 0);
+    CHECK(scif_munmap(q, PAGE) == 0);
     /* Last mapping gone: the window and its pins are released ... */
-    REQ(dbg_wait("windows", 2) == 2 && dbg_wait("mappings", 0) == 0);
-    REQ(dbg_wait("pinned_pages", 12) == 12);
+    CHECK(dbg_wait("windows", 2) == 2 && dbg_wait("mappings", 0) == 0);
+    CHECK(dbg_wait("pinned_pages", 12) == 12);
     /* ... and the offsets can be registered again, with new pages. */
-    REQ(scif_register(m.srv, secret, 4 * PAGE, WOFF, RW, SCIF_MAP_FIXED) == WOFF);
+    CHECK(scif_register(m.srv, secret, 4 * PAGE, WOFF, RW, SCIF_MAP_FIXED) == WOFF);
     p = scif_mmap(NULL, 4 * PAGE, SCIF_PROT_READ, 0, m.cli, WOFF);
-    REQ(p != SCIF_MMAP_FAILED);
-    REQ(memcmp(p, secret, 4 * PAGE) == 0);
-    REQ(scif_munmap(p, 4 * PAGE) == 0);
-    REQ(scif_close(m.srv) == 0 && scif_close(m.cli) == 0);
+    CHECK(p != SCIF_MMAP_FAILED);
+    CHECK(memcmp(p, secret, 4 * PAGE) == 0);
+    CHECK(scif_munmap(p, 4 * PAGE) == 0);
+    CHECK(scif_close(m.srv) == 0 && scif_close(m.cli) == 0);
     return rma_counters_zero();
 }
 
@@ -262,29 +262,29 @@ static int t_split(void) {
     struct mp m;
     uint8_t *p, *to, *np;
 
-    REQ(setup(&m, 0, 0, RW) == 0);
+    CHECK(setup(&m, 0, 0, RW) == 0);
     p = scif_mmap(NULL, 8 * PAGE, RW, 0, m.cli, WOFF);
-    REQ(p != SCIF_MMAP_FAILED);
-    REQ(p[0] == m.buf[0]);
-    REQ(mprotect(p + 2 * PAGE, 4 * PAGE, PROT_READ) == 0);
-    REQ(scif_unregister(m.srv, WOFF, 8 * PAGE) == 0);
-    REQ(scif_munmap(p, 2 * PAGE) == 0);
-    REQ(memcmp(p + 2 * PAGE, m.buf + 2 * PAGE, 6 * PAGE) == 0);
-    REQ(same_pages(p + 6 * PAGE, m.buf + 6 * PAGE, 2 * PAGE, 1) == 0);
+    CHECK(p != SCIF_MMAP_FAILED);
+    CHECK(p[0] == m.buf[0]);
+    CHECK(mprotect(p + 2 * PAGE, 4 * PAGE, PROT_READ) == 0);
+    CHECK(scif_unregister(m.srv, WOFF, 8 * PAGE) == 0);
+    CHECK(scif_munmap(p, 2 * PAGE) == 0);
+    CHECK(memcmp(p + 2 * PAGE, m.buf + 2 * PAGE, 6 * PAGE) == 0);
+    CHECK(same_pages(p + 6 * PAGE, m.buf + 6 * PAGE, 2 * PAGE, 1) == 0);
     m.buf[3 * PAGE + 9] = 0x42;
-    REQ(p[3 * PAGE + 9] == 0x42);
+    CHECK(p[3 * PAGE + 9] == 0x42);
     /* Move the middle part elsewhere. */
     to = mmap(NULL, 4 * PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    REQ(to != MAP_FAILED);
+    CHECK(to != MAP_FAILED);
     np = mremap(p + 2 * PAGE, 4 * PAGE, 4 * PAGE, MREMAP_MAYMOVE | MREMAP_FIXED, to);
-    REQ(np == to);
-    REQ(scif_munmap(p + 6 * PAGE, 2 * PAGE) == 0);
-    REQ(same_pages(np, m.buf + 2 * PAGE, 4 * PAGE, 0) == 0);
+    CHECK(np == to);
+    CHECK(scif_munmap(p + 6 * PAGE, 2 * PAGE) == 0);
+    CHECK(same_pages(np, m.buf + 2 * PAGE, 4 * PAGE, 0) == 0);
     CHECK_ERR(scif_register(m.srv, m.buf, 8 * PAGE, WOFF, RW, SCIF_MAP_FIXED), EADDRINUSE);
-    REQ(dbg_wait("windows", 2) == 2 && dbg_wait("mappings", 1) == 1);
-    REQ(scif_munmap(np, 4 * PAGE) == 0);
-    REQ(rma_counters_zero() == KSFT_PASS);
-    REQ(scif_register(m.srv, m.buf, 8 * PAGE, WOFF, RW, SCIF_MAP_FIXED) == WOFF);
+    CHECK(dbg_wait("windows", 2) == 2 && dbg_wait("mappings", 1) == 1);
+    CHECK(scif_munmap(np, 4 * PAGE) == 0);
+    CHECK(rma_counters_zero() == KSFT_PASS);
+    CHECK(scif_register(m.srv, m.buf, 8 * PAGE, WOFF, RW, SCIF_MAP_FIXED) == WOFF);
     return KSFT_PASS;
 }
 
@@ -298,12 +298,12 @@ static int t_owner_close(void) {
     uint8_t *p;
 
     p = setup_mapped(&m);
-    REQ(p);
-    REQ(scif_close(m.srv) == 0);
-    REQ(dbg_wait("windows", 1) == 1);
-    REQ(same_pages(p, m.buf, 4 * PAGE, 1) == 0);
+    CHECK(p);
+    CHECK(scif_close(m.srv) == 0);
+    CHECK(dbg_wait("windows", 1) == 1);
+    CHECK(same_pages(p, m.buf, 4 * PAGE, 1) == 0);
     CHECK_ERR(scif_mmap(NULL, PAGE, SCIF_PROT_READ, 0, m.cli, WOFF), ECONNRESET);
-    REQ(scif_munmap(p, 4 * PAGE) == 0);
+    CHECK(scif_munmap(p, 4 * PAGE) == 0);
     return rma_counters_zero();
 }
 
@@ -316,11 +316,11 @@ static int t_own_close(void) {
     uint8_t *p;
 
     p = setup_mapped(&m);
-    REQ(p);
-    REQ(scif_close(m.cli) == 0);
-    REQ(same_pages(p, m.buf, 4 * PAGE, 1) == 0);
-    REQ(scif_vreadfrom(m.srv, m.buf, 8, 0, SCIF_RMA_SYNC) == -1 && errno == ENXIO);
-    REQ(scif_munmap(p, 4 * PAGE) == 0);
+    CHECK(p);
+    CHECK(scif_close(m.cli) == 0);
+    CHECK(same_pages(p, m.buf, 4 * PAGE, 1) == 0);
+    CHECK(scif_vreadfrom(m.srv, m.buf, 8, 0, SCIF_RMA_SYNC) == -1 && errno == ENXIO);
+    CHECK(scif_munmap(p, 4 * PAGE) == 0);
     /* Now the endpoint is released and its peer sees the reset. */
     CHECK_ERR(scif_vreadfrom(m.srv, m.buf, 8, 0, SCIF_RMA_SYNC), ECONNRESET);
     return KSFT_PASS;
@@ -337,10 +337,10 @@ static int t_owner_death(void) {
     pid_t pid;
     char c;
 
-    REQ(want && connect_pair(0, 0, &srv, &cli) == 0 && pipe(pfd) == 0);
+    CHECK(want && connect_pair(0, 0, &srv, &cli) == 0 && pipe(pfd) == 0);
     fill(want, 4 * PAGE, 23);
     pid = fork();
-    REQ(pid >= 0);
+    CHECK(pid >= 0);
     if (pid == 0) {
         uint8_t *b = map_anon(4 * PAGE);
 
@@ -357,11 +357,11 @@ static int t_owner_death(void) {
     }
     close(srv);
     close(pfd[1]);
-    REQ(read(pfd[0], &c, 1) == 1);
+    CHECK(read(pfd[0], &c, 1) == 1);
     p = scif_mmap(NULL, 4 * PAGE, RW, 0, cli, WOFF);
-    REQ(p != SCIF_MMAP_FAILED);
-    REQ(p[5] == want[5]);
-    REQ(kill(pid, SIGKILL) == 0 && waitpid(pid, &st, 0) == pid);
+    CHECK(p != SCIF_MMAP_FAILED);
+    CHECK(p[5] == want[5]);
+    CHECK(kill(pid, SIGKILL) == 0 && waitpid(pid, &st, 0) == pid);
     /* The owner's endpoint is gone with its process. */
     CHECK_ERR(scif_mmap(NULL, PAGE, SCIF_PROT_READ, 0, cli, WOFF), ECONNRESET);
     if (touch_sigbus(p + 3 * PAGE) || memcmp(p, want, 4 * PAGE)) {
@@ -369,9 +369,9 @@ static int t_owner_death(void) {
         return KSFT_FAIL;
     }
     memset(p, 0x3c, 4 * PAGE);
-    REQ(p[4 * PAGE - 1] == 0x3c);
-    REQ(dbg_wait("windows", 1) == 1 && dbg_wait("pinned_pages", 4) == 4);
-    REQ(scif_munmap(p, 4 * PAGE) == 0);
+    CHECK(p[4 * PAGE - 1] == 0x3c);
+    CHECK(dbg_wait("windows", 1) == 1 && dbg_wait("pinned_pages", 4) == 4);
+    CHECK(scif_munmap(p, 4 * PAGE) == 0);
     return rma_counters_zero();
 }
 
@@ -384,11 +384,11 @@ static int t_node_lost(void) {
     REQUIRE_NODE(1);
     if (access(DBG_DIR "/node_lost", W_OK))
         return test_skip("no node_lost control in debugfs");
-    REQ(setup(&m, 1, 0, RW) == 0);
+    CHECK(setup(&m, 1, 0, RW) == 0);
     p = scif_mmap(NULL, 8 * PAGE, RW, 0, m.cli, WOFF);
-    REQ(p != SCIF_MMAP_FAILED);
-    REQ(p[0] == m.buf[0]);
-    REQ(dbg_write("node_lost", 1) == 0);
+    CHECK(p != SCIF_MMAP_FAILED);
+    CHECK(p[0] == m.buf[0]);
+    CHECK(dbg_write("node_lost", 1) == 0);
     if (same_pages(p, m.buf, 8 * PAGE, 1)) {
         diag("mapping lost with the owner's node");
         ret = KSFT_FAIL;
@@ -399,9 +399,9 @@ static int t_node_lost(void) {
         diag("scif_mmap after node loss: errno %d", errno);
         ret = KSFT_FAIL;
     }
-    REQ(dbg_write("node_online", 1) == 0);
-    REQ(scif_munmap(p, 8 * PAGE) == 0);
-    REQ(scif_close(m.srv) == 0 && scif_close(m.cli) == 0);
+    CHECK(dbg_write("node_online", 1) == 0);
+    CHECK(scif_munmap(p, 8 * PAGE) == 0);
+    CHECK(scif_close(m.srv) == 0 && scif_close(m.cli) == 0);
     if (rma_counters_zero() != KSFT_PASS)
         ret = KSFT_FAIL;
     return ret;
@@ -416,14 +416,14 @@ static int t_wronly(void) {
     struct mp m;
     uint8_t *u = map_anon(PAGE);
 
-    REQ(u && setup(&m, 0, 0, SCIF_PROT_WRITE) == 0);
+    CHECK(u && setup(&m, 0, 0, SCIF_PROT_WRITE) == 0);
     CHECK_ERR(scif_vreadfrom(m.cli, u, PAGE, WOFF, SCIF_RMA_SYNC), EACCES);
     CHECK_ERR(scif_mmap(NULL, PAGE, SCIF_PROT_WRITE, 0, m.cli, WOFF), EACCES);
     CHECK_ERR(scif_mmap(NULL, PAGE, RW, 0, m.cli, WOFF), EACCES);
     CHECK_ERR(scif_mmap(NULL, PAGE, SCIF_PROT_READ, 0, m.cli, WOFF), EACCES);
     CHECK_ERR(scif_mmap(NULL, PAGE, 0, 0, m.cli, WOFF), EACCES);
     CHECK_ERR(mmap(NULL, PAGE, PROT_WRITE, MAP_SHARED, m.cli, WOFF), EACCES);
-    REQ(scif_vwriteto(m.cli, u, PAGE, WOFF, SCIF_RMA_SYNC) == 0);
+    CHECK(scif_vwriteto(m.cli, u, PAGE, WOFF, SCIF_RMA_SYNC) == 0);
     return KSFT_PASS;
 }
 
@@ -485,14 +485,14 @@ static int reg_efault(int unreg) {
     pthread_t th;
     int ret;
 
-    REQ(win && setup(&r.m, 0, 0, RW) == 0);
+    CHECK(win && setup(&r.m, 0, 0, RW) == 0);
     memset(win, 0x77, PAGE);
     arg = map_anon(2 * PAGE);
-    REQ(arg);
+    CHECK(arg);
     memset(arg, 0, 2 * PAGE);
     /* out_offset is the first field on the second, write-protected page. */
     reg = (struct scifioctl_reg *)(arg + 2 * PAGE - 32 - PAGE);
-    REQ(offsetof(struct scifioctl_reg, out_offset) == 32);
+    CHECK(offsetof(struct scifioctl_reg, out_offset) == 32);
     reg->addr = (uintptr_t)win;
     reg->len = PAGE;
     reg->offset = WOFF + 8 * PAGE;
@@ -512,15 +512,15 @@ static int reg_efault(int unreg) {
         return test_skip("userfaultfd write-protect: %s", strerror(errno));
     wp.range = ureg.range;
     wp.mode = UFFDIO_WRITEPROTECT_MODE_WP;
-    REQ(ioctl(r.uffd, UFFDIO_WRITEPROTECT, &wp) == 0);
-    REQ(pthread_create(&th, NULL, regfault_helper, &r) == 0);
+    CHECK(ioctl(r.uffd, UFFDIO_WRITEPROTECT, &wp) == 0);
+    CHECK(pthread_create(&th, NULL, regfault_helper, &r) == 0);
     ret = ioctl(r.m.srv, SCIF_REG, reg);
-    REQ(pthread_join(th, NULL) == 0);
+    CHECK(pthread_join(th, NULL) == 0);
     if (r.step < 3) {
         diag("helper stopped at step %d (register returned %d)", r.step, ret);
         return KSFT_FAIL;
     }
-    REQ(ret == -1 && errno == EFAULT);
+    CHECK(ret == -1 && errno == EFAULT);
     /* The window is not registered any more ... */
     CHECK_ERR(scif_mmap(NULL, PAGE, SCIF_PROT_READ, 0, r.m.cli, WOFF + 8 * PAGE), ENXIO);
     CHECK_ERR(scif_vreadfrom(r.m.cli, arg, 8, WOFF + 8 * PAGE, SCIF_RMA_SYNC), ENXIO);
@@ -532,16 +532,16 @@ static int reg_efault(int unreg) {
         }
         CHECK_ERR(scif_register(r.m.srv, win, PAGE, WOFF + 8 * PAGE, RW, SCIF_MAP_FIXED),
                   EADDRINUSE);
-        REQ(scif_munmap((void *)r.map, PAGE) == 0);
+        CHECK(scif_munmap((void *)r.map, PAGE) == 0);
     }
     /* ... until it is unmapped: the offset is free again. */
-    REQ(scif_register(r.m.srv, win, PAGE, WOFF + 8 * PAGE, RW, SCIF_MAP_FIXED) ==
-        WOFF + 8 * (off_t)PAGE);
-    REQ(scif_unregister(r.m.srv, WOFF + 8 * PAGE, PAGE) == 0);
+    CHECK(scif_register(r.m.srv, win, PAGE, WOFF + 8 * PAGE, RW, SCIF_MAP_FIXED) ==
+          WOFF + 8 * (off_t)PAGE);
+    CHECK(scif_unregister(r.m.srv, WOFF + 8 * PAGE, PAGE) == 0);
     /* The other windows are intact and the counters come back. */
-    REQ(scif_unregister(r.m.srv, WOFF, 8 * PAGE) == 0);
-    REQ(scif_close(r.m.srv) == 0 && scif_close(r.m.cli) == 0);
-    REQ(dbg_wait("windows", 0) == 0);
+    CHECK(scif_unregister(r.m.srv, WOFF, 8 * PAGE) == 0);
+    CHECK(scif_close(r.m.srv) == 0 && scif_close(r.m.cli) == 0);
+    CHECK(dbg_wait("windows", 0) == 0);
     return KSFT_PASS;
 }
 
@@ -557,7 +557,7 @@ static int t_td_counters(void) {
     pid_t pid = fork();
     int st;
 
-    REQ(pid >= 0);
+    CHECK(pid >= 0);
     if (pid == 0) {
         struct mp m;
         uint8_t *p;
@@ -574,7 +574,7 @@ static int t_td_counters(void) {
         close(m.srv);
         _exit(0); /* mapping torn down by exit */
     }
-    REQ(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
     return rma_counters_zero();
 }
 
@@ -642,7 +642,7 @@ static int t_tmpfs_node(void) {
     uint8_t *buf = map_anon(4 * PAGE), *p;
     FILE *f;
 
-    REQ(buf);
+    CHECK(buf);
     f = fopen("/sys/class/misc/scif/dev", "r");
     if (!f)
         return test_skip("no /sys/class/misc/scif/dev");
@@ -653,7 +653,7 @@ static int t_tmpfs_node(void) {
     fclose(f);
     if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
         return test_skip("private mount namespace: %s", strerror(errno));
-    REQ(mkdtemp(dir));
+    CHECK(mkdtemp(dir));
     if (mount("tmpfs", dir, "tmpfs", 0, "size=64k,mode=0700")) {
         int e = errno;
 
@@ -661,30 +661,30 @@ static int t_tmpfs_node(void) {
         return test_skip("mount tmpfs: %s", strerror(e));
     }
     snprintf(node, sizeof(node), "%s/scif", dir);
-    REQ(mknod(node, S_IFCHR | 0600, makedev(maj, mnr)) == 0);
+    CHECK(mknod(node, S_IFCHR | 0600, makedev(maj, mnr)) == 0);
     kfd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK);
     if (kfd >= 0)
         lseek(kfd, 0, SEEK_END);
 
     cfd = open(node, O_RDWR | O_CLOEXEC);
-    REQ(cfd >= 0);
-    REQ(connect_fd(cfd, &srv) == 0);
+    CHECK(cfd >= 0);
+    CHECK(connect_fd(cfd, &srv) == 0);
     fill(buf, 4 * PAGE, 31);
-    REQ(scif_register(srv, buf, 4 * PAGE, WOFF, RW, SCIF_MAP_FIXED) == WOFF);
+    CHECK(scif_register(srv, buf, 4 * PAGE, WOFF, RW, SCIF_MAP_FIXED) == WOFF);
     p = scif_mmap(NULL, 4 * PAGE, RW, 0, cfd, WOFF);
-    REQ(p != SCIF_MMAP_FAILED);
-    REQ(same_pages(p, buf, 4 * PAGE, 1) == 0);
-    REQ(scif_munmap(p, 4 * PAGE) == 0);
-    REQ(close(cfd) == 0);
-    REQ(unlink(node) == 0);
+    CHECK(p != SCIF_MMAP_FAILED);
+    CHECK(same_pages(p, buf, 4 * PAGE, 1) == 0);
+    CHECK(scif_munmap(p, 4 * PAGE) == 0);
+    CHECK(close(cfd) == 0);
+    CHECK(unlink(node) == 0);
     /* The window owner is still open, as the peer of a container would be. */
-    REQ(umount(dir) == 0);
+    CHECK(umount(dir) == 0);
     if (kfd >= 0 && kmsg_has(kfd, "Busy inodes")) {
         diag("umount of the tmpfs holding the device node found a busy inode");
         bad = 1;
     }
-    REQ(scif_close(srv) == 0);
-    REQ(rmdir(dir) == 0);
+    CHECK(scif_close(srv) == 0);
+    CHECK(rmdir(dir) == 0);
     if (rma_counters_zero() != KSFT_PASS)
         bad = 1;
     if (kfd >= 0) {

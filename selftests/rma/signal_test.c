@@ -12,7 +12,7 @@
  */
 #include <sys/syscall.h>
 
-#include "rma_test.h"
+#include "scif_test.h"
 
 #define RW (SCIF_PROT_READ | SCIF_PROT_WRITE)
 #define CHUNK (64L << 20)
@@ -79,9 +79,9 @@ static int t_kill_copy(void) {
     char b = 0;
     pid_t pid;
 
-    REQ(pipe(ready) == 0 && pipe(go) == 0);
+    CHECK(pipe(ready) == 0 && pipe(go) == 0);
     pid = fork();
-    REQ(pid >= 0);
+    CHECK(pid >= 0);
     if (!pid) {
         struct huge h;
 
@@ -98,18 +98,18 @@ static int t_kill_copy(void) {
         return KSFT_FAIL;
     }
     c0 = dbg_dma_value("cpu_bytes");
-    REQ(c0 >= 0);
-    REQ(write(go[1], &b, 1) == 1);
+    CHECK(c0 >= 0);
+    CHECK(write(go[1], &b, 1) == 1);
     if (wait_inflight()) {
         kill(pid, SIGKILL);
         waitpid(pid, &st, 0);
         diag("the copy never showed up in rma_inflight");
         return KSFT_FAIL;
     }
-    REQ(kill(pid, SIGKILL) == 0);
-    REQ(waitpid(pid, &st, 0) == pid);
+    CHECK(kill(pid, SIGKILL) == 0);
+    CHECK(waitpid(pid, &st, 0) == pid);
     c1 = dbg_dma_value("cpu_bytes");
-    REQ(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+    CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
     if (c1 - c0 >= (long long)TOTAL) {
         diag("killed process copied all %lld bytes before dying", c1 - c0);
         return KSFT_FAIL;
@@ -176,13 +176,13 @@ static int fence_wait_signal(int restart) {
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_usr1;
     sa.sa_flags = restart ? SA_RESTART : 0;
-    REQ(sigaction(SIGUSR1, &sa, NULL) == 0);
-    REQ(huge_setup(&h) == 0);
-    REQ(pthread_create(&copier, NULL, copy_thread, &h) == 0);
-    REQ(wait_inflight() == 0);
-    REQ(scif_fence_mark(h.cli, SCIF_FENCE_INIT_SELF, &mark) == 0);
+    CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
+    CHECK(huge_setup(&h) == 0);
+    CHECK(pthread_create(&copier, NULL, copy_thread, &h) == 0);
+    CHECK(wait_inflight() == 0);
+    CHECK(scif_fence_mark(h.cli, SCIF_FENCE_INIT_SELF, &mark) == 0);
     w.tid = (pid_t)syscall(SYS_gettid);
-    REQ(pthread_create(&w.th, NULL, kick_thread, &w) == 0);
+    CHECK(pthread_create(&w.th, NULL, kick_thread, &w) == 0);
     errno = 0;
     r = scif_fence_wait(h.cli, mark);
     e = errno;
@@ -207,7 +207,7 @@ static int fence_wait_signal(int restart) {
     }
     pthread_join(copier, NULL);
     /* The mark is passed once the copy is done. */
-    REQ(scif_fence_wait(h.cli, mark) == 0);
+    CHECK(scif_fence_wait(h.cli, mark) == 0);
     return KSFT_PASS;
 }
 

@@ -31,7 +31,7 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 
-#include "rma_test.h"
+#include "scif_test.h"
 
 #define NTHREADS 2
 #define SLICE (16 * PAGE)        /* per thread, in each window */

@@ -6,7 +6,7 @@
  * (printed, never judged).
  */
 #include <signal.h>
-#include "rma_test.h"
+#include "scif_test.h"
 
 #define RW (SCIF_PROT_READ | SCIF_PROT_WRITE)
 #define BIG (16UL << 20)
@@ -62,10 +62,10 @@ static int flood(struct tp *t, int n) {
 static int t_close_inflight(void) {
     struct tp t;
 
-    REQ(setup(&t) == 0);
-    REQ(flood(&t, 16) == 0);
-    REQ(close(t.cli) == 0);
-    REQ(close(t.srv) == 0);
+    CHECK(setup(&t) == 0);
+    CHECK(flood(&t, 16) == 0);
+    CHECK(close(t.cli) == 0);
+    CHECK(close(t.srv) == 0);
     return rma_counters_zero();
 }
 
@@ -73,15 +73,15 @@ static int t_peer_close_inflight(void) {
     struct tp t;
     int mark;
 
-    REQ(setup(&t) == 0);
-    REQ(flood(&t, 16) == 0);
-    REQ(close(t.srv) == 0);
+    CHECK(setup(&t) == 0);
+    CHECK(flood(&t, 16) == 0);
+    CHECK(close(t.srv) == 0);
     /* The initiator's fence now reports the reset (or completion). */
     if (scif_fence_mark(t.cli, SCIF_FENCE_INIT_SELF, &mark) == 0)
-        REQ(scif_fence_wait(t.cli, mark) == 0 || errno == ECONNRESET);
+        CHECK(scif_fence_wait(t.cli, mark) == 0 || errno == ECONNRESET);
     else
-        REQ(errno == ECONNRESET);
-    REQ(close(t.cli) == 0);
+        CHECK(errno == ECONNRESET);
+    CHECK(close(t.cli) == 0);
     return rma_counters_zero();
 }
 
@@ -89,15 +89,15 @@ static int t_unreg_inflight(void) {
     struct tp t;
     int mark;
 
-    REQ(setup(&t) == 0);
-    REQ(flood(&t, 8) == 0);
-    REQ(scif_unregister(t.srv, 0, BIG) == 0);
-    REQ(scif_unregister(t.cli, 0, BIG) == 0);
-    REQ(scif_fence_mark(t.cli, SCIF_FENCE_INIT_SELF, &mark) == 0);
-    REQ(scif_fence_wait(t.cli, mark) == 0);
+    CHECK(setup(&t) == 0);
+    CHECK(flood(&t, 8) == 0);
+    CHECK(scif_unregister(t.srv, 0, BIG) == 0);
+    CHECK(scif_unregister(t.cli, 0, BIG) == 0);
+    CHECK(scif_fence_mark(t.cli, SCIF_FENCE_INIT_SELF, &mark) == 0);
+    CHECK(scif_fence_wait(t.cli, mark) == 0);
     CHECK_ERR(scif_vreadfrom(t.cli, t.u, 8, 0, SCIF_RMA_SYNC), ENXIO);
-    REQ(dbg_wait("windows", 0) == 0);
-    REQ(close(t.cli) == 0 && close(t.srv) == 0);
+    CHECK(dbg_wait("windows", 0) == 0);
+    CHECK(close(t.cli) == 0 && close(t.srv) == 0);
     return rma_counters_zero();
 }
 
@@ -108,7 +108,7 @@ static int t_kill_inflight(void) {
         pid_t pid = fork();
         int st;
 
-        REQ(pid >= 0);
+        CHECK(pid >= 0);
         if (pid == 0) {
             struct tp t;
 
@@ -119,9 +119,9 @@ static int t_kill_inflight(void) {
                     _exit(2);
         }
         sleep_ms(300 + 200 * i);
-        REQ(kill(pid, SIGKILL) == 0);
-        REQ(waitpid(pid, &st, 0) == pid);
-        REQ(WIFSIGNALED(st));
+        CHECK(kill(pid, SIGKILL) == 0);
+        CHECK(waitpid(pid, &st, 0) == pid);
+        CHECK(WIFSIGNALED(st));
     }
     return rma_counters_zero();
 }
@@ -157,11 +157,11 @@ static int t_chaos(void) {
     pthread_t th[3];
     int i;
 
-    REQ(setup(&t) == 0);
+    CHECK(setup(&t) == 0);
     for (i = 0; i < 3; i++) {
         c[i].t = &t;
         c[i].idx = i;
-        REQ(pthread_create(&th[i], NULL, chaos_fn, &c[i]) == 0);
+        CHECK(pthread_create(&th[i], NULL, chaos_fn, &c[i]) == 0);
     }
     sleep_ms(500);
     close(t.srv); /* mid-flight: the threads start seeing errors */
@@ -188,18 +188,18 @@ static int t_many_windows(void) {
     double one, many_first, many_last;
     int i;
 
-    REQ(m && connect_pair(0, 0, &t.srv, &t.cli) == 0);
+    CHECK(m && connect_pair(0, 0, &t.srv, &t.cli) == 0);
     t.u = map_anon(PAGE);
-    REQ(t.u);
-    REQ(scif_register(t.srv, m, PAGE, 0x1000, RW, SCIF_MAP_FIXED) == 0x1000);
+    CHECK(t.u);
+    CHECK(scif_register(t.srv, m, PAGE, 0x1000, RW, SCIF_MAP_FIXED) == 0x1000);
     one = time_rma(t.cli, t.u, 0x1000, 2000);
     for (i = 1; i < nwin; i++)
-        REQ(scif_register(t.srv, m + (i % 16) * PAGE, PAGE, 0x1000 + 2 * i * (off_t)PAGE, RW,
-                          SCIF_MAP_FIXED) >= 0);
-    REQ(dbg_counter("windows") >= nwin);
+        CHECK(scif_register(t.srv, m + (i % 16) * PAGE, PAGE, 0x1000 + 2 * i * (off_t)PAGE, RW,
+                            SCIF_MAP_FIXED) >= 0);
+    CHECK(dbg_counter("windows") >= nwin);
     many_first = time_rma(t.cli, t.u, 0x1000, 2000);
     many_last = time_rma(t.cli, t.u, 0x1000 + 2 * (nwin - 1) * (off_t)PAGE, 2000);
-    REQ(one > 0 && many_first > 0 && many_last > 0);
+    CHECK(one > 0 && many_first > 0 && many_last > 0);
     diag("4 KiB scif_vreadfrom: 1 window %.2f us, %d windows: %.2f us (first) %.2f us (last)",
          one * 1e6, nwin, many_first * 1e6, many_last * 1e6);
     close(t.cli);
