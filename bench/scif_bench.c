@@ -15,7 +15,8 @@
  * figures then compare the two paths' own costs rather than cross-CPU
  * wake-up latency, which under emulation swings by orders of magnitude.
  * Absolute numbers depend on the machine (and mean little under TCG
- * emulation); the ratio is what compares.  Uses only <scif.h> and -lscif.
+ * emulation); the ratio is what compares.  Uses <scif.h>, -lscif and the
+ * selftest library's helpers (timing, connected pairs, the byte pattern).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -33,6 +34,8 @@
 
 #include <scif.h>
 
+#include "scif_test.h"
+
 enum kind { K_SCIF, K_UNIX };
 
 struct chan {
@@ -43,13 +46,6 @@ struct chan {
 static void die(const char *what) {
     fprintf(stderr, "scif_bench: %s: %s\n", what, strerror(errno));
     exit(1);
-}
-
-static double now(void) {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 /* Move exactly len bytes. */
@@ -95,56 +91,11 @@ static void xrecv(const struct chan *c, void *buf, int len) {
 
 /* ---- connections ---- */
 
-static int ep_open(int node) {
-    char path[32];
-
-    if (node == 0)
-        return scif_open();
-    snprintf(path, sizeof(path), "/dev/scif%d", node);
-    return open(path, O_RDWR | O_CLOEXEC);
-}
-
-struct conn_job {
-    int epd;
-    struct scif_portID dst;
-    int ret;
-};
-
-static void *do_connect(void *arg) {
-    struct conn_job *j = arg;
-
-    j->ret = scif_connect(j->epd, &j->dst);
-    return NULL;
-}
-
-/* A SCIF connection: a acts as node an, b as node bn. */
+/* A SCIF connection: a acts as node an, b as node bn (connect_pair()). */
 static void scif_pair(int an, int bn, struct chan *a, struct chan *b) {
-    struct scif_portID peer;
-    struct conn_job job;
-    pthread_t th;
-    int l, port;
-
-    l = ep_open(an);
-    if (l < 0)
-        die("open listener");
-    port = scif_bind(l, 0);
-    if (port < 0 || scif_listen(l, 1) < 0)
-        die("bind/listen");
-    job.epd = ep_open(bn);
-    if (job.epd < 0)
-        die("open");
-    job.dst.node = (uint16_t)an;
-    job.dst.port = (uint16_t)port;
-    if (pthread_create(&th, NULL, do_connect, &job))
-        die("pthread_create");
     a->kind = b->kind = K_SCIF;
-    if (scif_accept(l, &peer, &a->fd, SCIF_ACCEPT_SYNC) < 0)
-        die("scif_accept");
-    pthread_join(th, NULL);
-    if (job.ret < 0)
-        die("scif_connect");
-    b->fd = job.epd;
-    scif_close(l);
+    if (connect_pair(an, bn, &a->fd, &b->fd))
+        die("connect_pair");
 }
 
 static void unix_pair(struct chan *a, struct chan *b) {
@@ -211,9 +162,9 @@ static double latency(struct chan *a, struct chan *b) {
         xsend(a, &m, 8);
         xrecv(a, &m, 8);
     }
-    t0 = now();
+    t0 = now_sec();
     for (i = 0;; i++) {
-        t = now() - t0;
+        t = now_sec() - t0;
         if (i >= max_iters || (i >= MIN_ITERS && t >= budget))
             break;
         xsend(a, &m, 8);
@@ -252,13 +203,13 @@ static double bandwidth(struct chan *a, struct chan *b, int size) {
 
     if (!buf)
         die("malloc");
-    memset(buf, 0x3c, size);
+    pattern_fill(buf, (size_t)size, 0x3c, 0);
     memcpy(buf, &m, 8);
     if (pthread_create(&th, NULL, sink_side, &j))
         die("pthread_create");
-    t0 = now();
+    t0 = now_sec();
     for (i = 1;; i++) {
-        if (i >= max_iters || (i >= MIN_ITERS && now() - t0 >= budget)) {
+        if (i >= max_iters || (i >= MIN_ITERS && now_sec() - t0 >= budget)) {
             m = BENCH_STOP;
             memcpy(buf, &m, 8);
         }
@@ -267,7 +218,7 @@ static double bandwidth(struct chan *a, struct chan *b, int size) {
             break;
     }
     xrecv(a, &ack, 1);
-    t0 = now() - t0;
+    t0 = now_sec() - t0;
     pthread_join(th, NULL);
     free(buf);
     return (double)i * size / t0 / (1 << 20);
