@@ -153,3 +153,20 @@ int recv_all(int epd, void *buf, int len) {
 int peer_node(void) {
     return max_node() >= 1 ? 1 : -1;
 }
+
+uint8_t *rma_window(int epd, size_t len, off_t off, int prot) {
+    uint8_t *buf = map_anon(len);
+    off_t r;
+
+    if (!buf) {
+        diag("map %zu bytes: %s", len, strerror(errno));
+        return NULL;
+    }
+    r = scif_register(epd, buf, len, off, prot, SCIF_MAP_FIXED);
+    if (r != off) {
+        diag("register %zu bytes at %#llx: %s", len, (long long)off, strerror(errno));
+        munmap(buf, len);
+        return NULL;
+    }
+    return buf;
+}

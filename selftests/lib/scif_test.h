@@ -43,6 +43,7 @@
 
 /* ---- the runner (runner.c) ---- */
 
+/* One behaviour of a program's table (TEST_F gives fixture tests a fn). */
 struct scif_test {
     const char *name;
     int (*fn)(void);
@@ -67,6 +68,79 @@ int test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * the exit status (KSFT_PASS, KSFT_FAIL, or KSFT_SKIP when all skipped).
  */
 int run_tests(const struct scif_test *tests, size_t n, int argc, char **argv);
+
+/*
+ * ---- fixtures ----
+ *
+ * A fixture is the state several behaviours start from (e.g. a connected
+ * pair with registered windows), built by its setup in the behaviour's own
+ * child process and torn down there after the behaviour:
+ *
+ *   FIXTURE(win) { int srv, cli; uint8_t *buf; };
+ *   FIXTURE_VARIANT(win) { int snode, cnode; };          (optional)
+ *   FIXTURE_VARIANT_ADD(win, loopback) { .snode = 0, .cnode = 0 };
+ *   FIXTURE_SETUP(win) { CHECK(...); return KSFT_PASS; }
+ *   FIXTURE_TEARDOWN(win) { close(self->cli); ... }
+ *   TEST_F(win, reads) { CHECK(... self->buf ... variant->snode ...); return KSFT_PASS; }
+ *   TEST_F_VARIANT(win, reads, loopback);
+ *
+ *   static const struct scif_test tests[] = {
+ *       {"reads back what it wrote, loopback", FIXTURE_FN(win, reads, loopback), 0},
+ *       {"...", win_other, 300},                  (TEST_F(win, other), no variant)
+ *   };
+ *
+ * TEST_F(fx, t) defines the behaviour function fx_t (variant NULL);
+ * TEST_F_VARIANT(fx, t, v) defines FIXTURE_FN(fx, t, v), the same with
+ * variant v.  The table names every behaviour (its TAP name) and fixes the
+ * order.  In setup, the test and teardown, self points to the zeroed
+ * fixture and variant to the variant.  Setup returns KSFT_PASS, or
+ * KSFT_FAIL / KSFT_SKIP (test_skip()), which is then the behaviour's result
+ * without running it; teardown runs only after a setup that passed.
+ */
+#define FIXTURE(fx)                                                                                \
+    struct fx##_variant;                                                                           \
+    struct fx##_fixture
+
+#define FIXTURE_VARIANT(fx) struct fx##_variant
+
+#define FIXTURE_VARIANT_ADD(fx, v) static const struct fx##_variant fx##_variant_##v =
+
+#define FIXTURE_SETUP(fx)                                                                          \
+    static int fx##_setup(struct fx##_fixture *self __attribute__((unused)),                       \
+                          const struct fx##_variant *variant __attribute__((unused)))
+
+#define FIXTURE_TEARDOWN(fx)                                                                       \
+    static void fx##_teardown(struct fx##_fixture *self __attribute__((unused)),                   \
+                              const struct fx##_variant *variant __attribute__((unused)))
+
+#define TEST_F(fx, t)                                                                              \
+    static int fx##_test_##t(struct fx##_fixture *self, const struct fx##_variant *variant);       \
+    static int __attribute__((unused)) fx##_run_##t(const struct fx##_variant *v) {                \
+        struct fx##_fixture self;                                                                  \
+        int r;                                                                                     \
+                                                                                                   \
+        memset(&self, 0, sizeof(self));                                                            \
+        r = fx##_setup(&self, v);                                                                  \
+        if (r != KSFT_PASS)                                                                        \
+            return r;                                                                              \
+        r = fx##_test_##t(&self, v);                                                               \
+        fx##_teardown(&self, v);                                                                   \
+        return r;                                                                                  \
+    }                                                                                              \
+    static int __attribute__((unused)) fx##_##t(void) {                                            \
+        return fx##_run_##t(NULL);                                                                 \
+    }                                                                                              \
+    static int fx##_test_##t(struct fx##_fixture *self __attribute__((unused)),                    \
+                             const struct fx##_variant *variant __attribute__((unused)))
+
+/* The behaviour function of TEST_F(fx, t) with variant v. */
+#define FIXTURE_FN(fx, t, v) fx##_##t##__##v
+
+#define TEST_F_VARIANT(fx, t, v)                                                                   \
+    static int FIXTURE_FN(fx, t, v)(void) {                                                        \
+        return fx##_run_##t(&fx##_variant_##v);                                                    \
+    }                                                                                              \
+    struct fx##_variant
 
 /* ---- the assertion family: CHECK, CHECK_OK, CHECK_ERR ---- */
 
@@ -155,6 +229,13 @@ int connect_pair(int snode, int cnode, int *server, int *client);
 /* Send/receive exactly len bytes with the blocking flags: 0 or -1. */
 int send_all(int epd, const void *buf, int len);
 int recv_all(int epd, void *buf, int len);
+
+/*
+ * @len bytes of anonymous memory registered on @epd at offset @off with
+ * @prot (SCIF_MAP_FIXED): the memory, or NULL with a diagnostic.  For the
+ * setup of the RMA fixtures.
+ */
+uint8_t *rma_window(int epd, size_t len, off_t off, int prot);
 
 /* ---- debugfs and sysfs (debugfs.c) ---- */
 

@@ -12,40 +12,57 @@
 #define WIN (4UL << 20)  /* each side: two windows of WIN / 2 */
 #define ROFF 0x10000000L /* peer's windows */
 #define LOFF 0x20000000L /* local windows */
+#define RW (SCIF_PROT_READ | SCIF_PROT_WRITE)
 
 enum { OP_READFROM, OP_WRITETO, OP_VREADFROM, OP_VWRITETO, OP_N };
 static const char *const op_name[OP_N] = {"readfrom", "writeto", "vreadfrom", "vwriteto"};
 
-struct side {
+/* A connected pair with two contiguous windows per side (ranges may cross them). */
+FIXTURE(side) {
     int srv, cli;
     uint8_t *rbuf; /* server memory behind the peer windows */
     uint8_t *lbuf; /* client memory behind the local windows */
     uint8_t *ubuf; /* client user memory for v* calls */
 };
 
-static int setup(struct side *s, int snode, int cnode) {
-    if (connect_pair(snode, cnode, &s->srv, &s->cli))
-        return -1;
-    s->rbuf = map_anon(WIN);
-    s->lbuf = map_anon(WIN);
-    s->ubuf = map_anon(WIN + PAGE);
-    if (!s->rbuf || !s->lbuf || !s->ubuf)
-        return -1;
-    /* Two contiguous windows per side so ranges may cross them. */
-    if (scif_register(s->srv, s->rbuf, WIN / 2, ROFF, SCIF_PROT_READ | SCIF_PROT_WRITE,
-                      SCIF_MAP_FIXED) != ROFF ||
-        scif_register(s->srv, s->rbuf + WIN / 2, WIN / 2, ROFF + WIN / 2,
-                      SCIF_PROT_READ | SCIF_PROT_WRITE,
-                      SCIF_MAP_FIXED) != (off_t)(ROFF + WIN / 2) ||
-        scif_register(s->cli, s->lbuf, WIN / 2, LOFF, SCIF_PROT_READ | SCIF_PROT_WRITE,
-                      SCIF_MAP_FIXED) != LOFF ||
-        scif_register(s->cli, s->lbuf + WIN / 2, WIN / 2, LOFF + WIN / 2,
-                      SCIF_PROT_READ | SCIF_PROT_WRITE,
-                      SCIF_MAP_FIXED) != (off_t)(LOFF + WIN / 2)) {
+/* Server (windows at ROFF) on snode, client (windows at LOFF) on cnode. */
+FIXTURE_VARIANT(side) {
+    int snode, cnode;
+};
+
+FIXTURE_VARIANT_ADD(side, loopback){.snode = 0, .cnode = 0};
+FIXTURE_VARIANT_ADD(side, node01){.snode = 0, .cnode = 1};
+FIXTURE_VARIANT_ADD(side, node10){.snode = 1, .cnode = 0};
+
+/* buf registered as two contiguous RW windows of WIN / 2 at off: 0 or -1. */
+static int two_windows(int epd, uint8_t *buf, off_t off) {
+    if (scif_register(epd, buf, WIN / 2, off, RW, SCIF_MAP_FIXED) != off ||
+        scif_register(epd, buf + WIN / 2, WIN / 2, off + WIN / 2, RW, SCIF_MAP_FIXED) !=
+            (off_t)(off + WIN / 2)) {
         diag("register: %s", strerror(errno));
         return -1;
     }
     return 0;
+}
+
+FIXTURE_SETUP(side) {
+    int snode = variant ? variant->snode : 0, cnode = variant ? variant->cnode : 0;
+
+    if (snode > 0 || cnode > 0)
+        REQUIRE_NODE(1);
+    CHECK(connect_pair(snode, cnode, &self->srv, &self->cli) == 0);
+    self->rbuf = map_anon(WIN);
+    self->lbuf = map_anon(WIN);
+    self->ubuf = map_anon(WIN + PAGE);
+    CHECK(self->rbuf && self->lbuf && self->ubuf);
+    CHECK(two_windows(self->srv, self->rbuf, ROFF) == 0);
+    CHECK(two_windows(self->cli, self->lbuf, LOFF) == 0);
+    return KSFT_PASS;
+}
+
+FIXTURE_TEARDOWN(side) {
+    scif_close(self->cli);
+    scif_close(self->srv);
 }
 
 static size_t rand_len(struct prng *p) {
@@ -64,7 +81,8 @@ static size_t rand_len(struct prng *p) {
 }
 
 /* One random operation; returns KSFT_PASS or KSFT_FAIL. */
-static int one_op(struct side *s, struct prng *p, int op, int flags, size_t len, uint64_t seed) {
+static int one_op(struct side_fixture *s, struct prng *p, int op, int flags, size_t len,
+                  uint64_t seed) {
     size_t roff = prng_next(p) % (WIN - len + 1);
     size_t loff = prng_next(p) % (WIN - len + 1);
     size_t uoff = prng_next(p) % (PAGE + 1);
@@ -125,14 +143,12 @@ static int one_op(struct side *s, struct prng *p, int op, int flags, size_t len,
     return KSFT_PASS;
 }
 
-static int random_ops(int snode, int cnode, int iters, int cpu) {
-    struct side s;
+/* Random calls on the fixture's pair; 300 of them on loopback, 150 between nodes. */
+static int random_ops(struct side_fixture *s, const struct side_variant *v, int cpu) {
+    int snode = v->snode, cnode = v->cnode, iters = snode || cnode ? 150 : 300;
     struct prng p;
     int i;
 
-    if (snode > 0 || cnode > 0)
-        REQUIRE_NODE(1);
-    CHECK(setup(&s, snode, cnode) == 0);
     prng_init(&p, 0x5c1f + snode * 7 + cnode * 13 + cpu);
     for (i = 0; i < iters; i++) {
         int op = (int)(prng_next(&p) % OP_N);
@@ -140,36 +156,32 @@ static int random_ops(int snode, int cnode, int iters, int cpu) {
 
         if (cpu)
             flags |= SCIF_RMA_USECPU;
-        if (one_op(&s, &p, op, flags, rand_len(&p), prng_next(&p)))
+        if (one_op(s, &p, op, flags, rand_len(&p), prng_next(&p)))
             return KSFT_FAIL;
     }
     return KSFT_PASS;
 }
 
-static int t_loop_cpu(void) {
-    return random_ops(0, 0, 300, 1);
+TEST_F(side, random_cpu) {
+    return random_ops(self, variant, 1);
 }
-static int t_loop_dma(void) {
-    return random_ops(0, 0, 300, 0);
+TEST_F_VARIANT(side, random_cpu, loopback);
+TEST_F_VARIANT(side, random_cpu, node10);
+
+TEST_F(side, random_default) {
+    return random_ops(self, variant, 0);
 }
-static int t_node_cpu(void) {
-    return random_ops(1, 0, 150, 1);
-}
-static int t_node_dma(void) {
-    return random_ops(0, 1, 150, 0);
-}
+TEST_F_VARIANT(side, random_default, loopback);
+TEST_F_VARIANT(side, random_default, node01);
 
 /* Every call at every alignment class of a small range, sync, both movers. */
-static int t_alignments(void) {
+TEST_F(side, alignments) {
     static const size_t lens[] = {1, 7, 63, 64, 65, 127, 4095, 4096, 4097, 8191, 12289};
     static const size_t offs[] = {0, 1, 8, 63, 64, 65, 4095};
-    struct side s;
     struct prng p;
     size_t a, b, c;
     int op, cpu;
 
-    REQUIRE_NODE(1);
-    CHECK(setup(&s, 0, 1) == 0);
     prng_init(&p, 42);
     for (op = 0; op < OP_N; op++)
         for (a = 0; a < ARRAY_SIZE(lens); a++)
@@ -181,33 +193,33 @@ static int t_alignments(void) {
                     int r;
 
                     c = (o * 3 + 5) % 4096;
-                    fill(s.rbuf + o, len, a * 100 + b);
-                    fill(s.lbuf + c, len, a * 100 + b + 1);
-                    fill(s.ubuf + c, len, a * 100 + b + 2);
+                    fill(self->rbuf + o, len, a * 100 + b);
+                    fill(self->lbuf + c, len, a * 100 + b + 1);
+                    fill(self->ubuf + c, len, a * 100 + b + 2);
                     switch (op) {
                     case OP_READFROM:
-                        src = s.rbuf + o;
-                        dst = s.lbuf + c;
+                        src = self->rbuf + o;
+                        dst = self->lbuf + c;
                         memset(dst, 0, len);
-                        r = scif_readfrom(s.cli, LOFF + c, len, ROFF + o, flags);
+                        r = scif_readfrom(self->cli, LOFF + c, len, ROFF + o, flags);
                         break;
                     case OP_WRITETO:
-                        src = s.lbuf + c;
-                        dst = s.rbuf + o;
+                        src = self->lbuf + c;
+                        dst = self->rbuf + o;
                         memset(dst, 0, len);
-                        r = scif_writeto(s.cli, LOFF + c, len, ROFF + o, flags);
+                        r = scif_writeto(self->cli, LOFF + c, len, ROFF + o, flags);
                         break;
                     case OP_VREADFROM:
-                        src = s.rbuf + o;
-                        dst = s.ubuf + c;
+                        src = self->rbuf + o;
+                        dst = self->ubuf + c;
                         memset(dst, 0, len);
-                        r = scif_vreadfrom(s.cli, dst, len, ROFF + o, flags);
+                        r = scif_vreadfrom(self->cli, dst, len, ROFF + o, flags);
                         break;
                     default:
-                        src = s.ubuf + c;
-                        dst = s.rbuf + o;
+                        src = self->ubuf + c;
+                        dst = self->rbuf + o;
                         memset(dst, 0, len);
-                        r = scif_vwriteto(s.cli, src, len, ROFF + o, flags);
+                        r = scif_vwriteto(self->cli, src, len, ROFF + o, flags);
                         break;
                     }
                     CHECK(r == 0);
@@ -219,6 +231,7 @@ static int t_alignments(void) {
                 }
     return KSFT_PASS;
 }
+TEST_F_VARIANT(side, alignments, node01);
 
 /* 64 MiB in one call, each of the four calls, sync and async. */
 static int t_large(void) {
@@ -263,28 +276,26 @@ static int t_large(void) {
 }
 
 /* Many asynchronous transfers in flight, then one fence. */
-static int t_async_many(void) {
-    struct side s;
+TEST_F(side, async_many) {
     int i, mark;
 
-    REQUIRE_NODE(1);
-    CHECK(setup(&s, 0, 1) == 0);
-    fill(s.rbuf, WIN, 77);
-    memset(s.ubuf, 0, WIN);
+    fill(self->rbuf, WIN, 77);
+    memset(self->ubuf, 0, WIN);
     for (i = 0; i < 64; i++) {
         size_t chunk = WIN / 64;
 
-        CHECK(scif_vreadfrom(s.cli, s.ubuf + i * chunk, chunk, ROFF + i * chunk,
+        CHECK(scif_vreadfrom(self->cli, self->ubuf + i * chunk, chunk, ROFF + i * chunk,
                              i & 1 ? SCIF_RMA_USECPU : 0) == 0);
     }
-    CHECK(scif_fence_mark(s.cli, SCIF_FENCE_INIT_SELF, &mark) == 0);
-    CHECK(scif_fence_wait(s.cli, mark) == 0);
-    CHECK(memcmp(s.ubuf, s.rbuf, WIN) == 0);
+    CHECK(scif_fence_mark(self->cli, SCIF_FENCE_INIT_SELF, &mark) == 0);
+    CHECK(scif_fence_wait(self->cli, mark) == 0);
+    CHECK(memcmp(self->ubuf, self->rbuf, WIN) == 0);
     return KSFT_PASS;
 }
+TEST_F_VARIANT(side, async_many, node01);
 
 struct thr {
-    struct side *s;
+    struct side_fixture *s;
     int idx;
     int ret;
 };
@@ -292,7 +303,7 @@ struct thr {
 /* Each thread owns a quarter of every buffer. */
 static void *thr_fn(void *arg) {
     struct thr *t = (struct thr *)arg;
-    struct side *s = t->s;
+    struct side_fixture *s = t->s;
     size_t q = WIN / 4, base = t->idx * q;
     struct prng p;
     int i, mark;
@@ -340,16 +351,13 @@ static void *thr_fn(void *arg) {
     return NULL;
 }
 
-static int t_threads(void) {
-    struct side s;
+TEST_F(side, threads) {
     struct thr t[4];
     pthread_t th[4];
     int i, ret = KSFT_PASS;
 
-    REQUIRE_NODE(1);
-    CHECK(setup(&s, 0, 1) == 0);
     for (i = 0; i < 4; i++) {
-        t[i].s = &s;
+        t[i].s = self;
         t[i].idx = i;
         CHECK(pthread_create(&th[i], NULL, thr_fn, &t[i]) == 0);
     }
@@ -360,42 +368,39 @@ static int t_threads(void) {
     }
     return ret;
 }
+TEST_F_VARIANT(side, threads, node01);
 
 /* The DMA pass really moves data with the DMA engine. */
-static int t_dma_used(void) {
-    struct side s;
+TEST_F(side, dma_used) {
     long long before;
 
     if (!swdma_loaded() && !getenv("SCIF_TEST_DMA"))
         return test_skip("no DMA engine (run with scif_swdma loaded)");
-    REQUIRE_NODE(1);
-    CHECK(setup(&s, 0, 1) == 0);
-    fill(s.rbuf, WIN, 5);
+    fill(self->rbuf, WIN, 5);
     before = dbg_dma_value("dma_bytes");
     CHECK(before >= 0);
-    CHECK(scif_vreadfrom(s.cli, s.ubuf, WIN, ROFF, SCIF_RMA_SYNC) == 0);
-    CHECK(memcmp(s.ubuf, s.rbuf, WIN) == 0);
+    CHECK(scif_vreadfrom(self->cli, self->ubuf, WIN, ROFF, SCIF_RMA_SYNC) == 0);
+    CHECK(memcmp(self->ubuf, self->rbuf, WIN) == 0);
     if (dbg_dma_value("dma_bytes") < before + (long long)WIN - 128) {
         diag("dma_bytes %lld -> %lld", before, dbg_dma_value("dma_bytes"));
         return KSFT_FAIL;
     }
     return KSFT_PASS;
 }
+TEST_F_VARIANT(side, dma_used, node01);
 
 /* USECPU never touches the DMA engine. */
-static int t_usecpu_is_cpu(void) {
-    struct side s;
+TEST_F(side, usecpu_is_cpu) {
     long long before;
 
-    REQUIRE_NODE(1);
-    CHECK(setup(&s, 0, 1) == 0);
     before = dbg_dma_value("dma_bytes");
     if (before < 0)
         return test_skip("debugfs rma_dma not available");
-    CHECK(scif_vreadfrom(s.cli, s.ubuf, WIN, ROFF, SCIF_RMA_SYNC | SCIF_RMA_USECPU) == 0);
+    CHECK(scif_vreadfrom(self->cli, self->ubuf, WIN, ROFF, SCIF_RMA_SYNC | SCIF_RMA_USECPU) == 0);
     CHECK(dbg_dma_value("dma_bytes") == before);
     return KSFT_PASS;
 }
+TEST_F_VARIANT(side, usecpu_is_cpu, node01);
 
 /*
  * What the CPU moves is complete when the call returns, without a fence
@@ -403,34 +408,32 @@ static int t_usecpu_is_cpu(void) {
  * programs rely on it): loopback with any flags, SCIF_RMA_USECPU between
  * nodes, and everything between nodes when no DMA engine is loaded.
  */
-static int cpu_done_on_return(int snode, int cnode, int flags) {
+static int cpu_done_on_return(struct side_fixture *self, int flags) {
     const size_t len = 1UL << 20;
-    struct side s;
     int round;
 
-    if (snode || cnode)
-        REQUIRE_NODE(1);
-    CHECK(setup(&s, snode, cnode) == 0);
     for (round = 0; round < 20; round++) {
         int op = round % OP_N, r;
-        uint8_t *src =
-            op == OP_READFROM || op == OP_VREADFROM ? s.rbuf : (op == OP_WRITETO ? s.lbuf : s.ubuf);
-        uint8_t *dst = op == OP_READFROM ? s.lbuf : (op == OP_VREADFROM ? s.ubuf : s.rbuf);
+        uint8_t *src = op == OP_READFROM || op == OP_VREADFROM
+                           ? self->rbuf
+                           : (op == OP_WRITETO ? self->lbuf : self->ubuf);
+        uint8_t *dst =
+            op == OP_READFROM ? self->lbuf : (op == OP_VREADFROM ? self->ubuf : self->rbuf);
 
         fill(src, len, 2000 + round);
         memset(dst, 0, len);
         switch (op) {
         case OP_READFROM:
-            r = scif_readfrom(s.cli, LOFF, len, ROFF, flags);
+            r = scif_readfrom(self->cli, LOFF, len, ROFF, flags);
             break;
         case OP_WRITETO:
-            r = scif_writeto(s.cli, LOFF, len, ROFF, flags);
+            r = scif_writeto(self->cli, LOFF, len, ROFF, flags);
             break;
         case OP_VREADFROM:
-            r = scif_vreadfrom(s.cli, dst, len, ROFF, flags);
+            r = scif_vreadfrom(self->cli, dst, len, ROFF, flags);
             break;
         default:
-            r = scif_vwriteto(s.cli, src, len, ROFF, flags);
+            r = scif_vwriteto(self->cli, src, len, ROFF, flags);
             break;
         }
         CHECK(r == 0);
@@ -444,69 +447,79 @@ static int cpu_done_on_return(int snode, int cnode, int flags) {
     return KSFT_PASS;
 }
 
-static int t_done_loop(void) {
-    return cpu_done_on_return(0, 0, 0);
+TEST_F(side, done_default) {
+    return cpu_done_on_return(self, 0);
 }
-static int t_done_loop_cpu(void) {
-    return cpu_done_on_return(0, 0, SCIF_RMA_USECPU);
-}
-static int t_done_node_cpu(void) {
-    return cpu_done_on_return(0, 1, SCIF_RMA_USECPU);
-}
+TEST_F_VARIANT(side, done_default, loopback);
 
-static int t_done_node_nodma(void) {
+TEST_F(side, done_cpu) {
+    return cpu_done_on_return(self, SCIF_RMA_USECPU);
+}
+TEST_F_VARIANT(side, done_cpu, loopback);
+TEST_F_VARIANT(side, done_cpu, node01);
+
+TEST_F(side, done_nodma) {
     if (swdma_loaded() || getenv("SCIF_TEST_DMA"))
         return test_skip("a DMA engine is loaded: node-to-node transfers are asynchronous");
-    return cpu_done_on_return(0, 1, 0);
+    return cpu_done_on_return(self, 0);
 }
+TEST_F_VARIANT(side, done_nodma, node01);
 
 /* USECACHE: a cached range sees the process's new pages after a remap. */
-static int t_usecache_fresh(void) {
-    struct side s;
+TEST_F(side, usecache_fresh) {
     int i;
 
-    CHECK(setup(&s, 0, 0) == 0);
     for (i = 0; i < 6; i++) {
         uint8_t *u = map_anon(16 * PAGE);
 
         CHECK(u);
-        fill(s.rbuf, 16 * PAGE, 300 + i);
-        CHECK(scif_vreadfrom(s.cli, u, 16 * PAGE, ROFF, SCIF_RMA_SYNC | SCIF_RMA_USECACHE) == 0);
-        CHECK(memcmp(u, s.rbuf, 16 * PAGE) == 0);
+        fill(self->rbuf, 16 * PAGE, 300 + i);
+        CHECK(scif_vreadfrom(self->cli, u, 16 * PAGE, ROFF, SCIF_RMA_SYNC | SCIF_RMA_USECACHE) ==
+              0);
+        CHECK(memcmp(u, self->rbuf, 16 * PAGE) == 0);
         /* Replace the pages behind u: the cache must not use the old ones. */
         CHECK(madvise(u, 16 * PAGE, MADV_DONTNEED) == 0);
-        fill(s.rbuf, 16 * PAGE, 400 + i);
-        CHECK(scif_vreadfrom(s.cli, u, 16 * PAGE, ROFF, SCIF_RMA_SYNC | SCIF_RMA_USECACHE) == 0);
-        CHECK(memcmp(u, s.rbuf, 16 * PAGE) == 0);
+        fill(self->rbuf, 16 * PAGE, 400 + i);
+        CHECK(scif_vreadfrom(self->cli, u, 16 * PAGE, ROFF, SCIF_RMA_SYNC | SCIF_RMA_USECACHE) ==
+              0);
+        CHECK(memcmp(u, self->rbuf, 16 * PAGE) == 0);
         /* Write path: a fresh mapping at the same address. */
         CHECK(munmap(u, 16 * PAGE) == 0);
         CHECK(mmap(u, 16 * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
                    -1, 0) == u);
         fill(u, 16 * PAGE, 500 + i);
-        CHECK(scif_vwriteto(s.cli, u, 16 * PAGE, ROFF, SCIF_RMA_SYNC | SCIF_RMA_USECACHE) == 0);
-        CHECK(memcmp(u, s.rbuf, 16 * PAGE) == 0);
+        CHECK(scif_vwriteto(self->cli, u, 16 * PAGE, ROFF, SCIF_RMA_SYNC | SCIF_RMA_USECACHE) == 0);
+        CHECK(memcmp(u, self->rbuf, 16 * PAGE) == 0);
         CHECK(munmap(u, 16 * PAGE) == 0);
     }
     return KSFT_PASS;
 }
 
 static const struct scif_test tests[] = {
-    {"all four calls, random sizes/offsets, loopback, CPU", t_loop_cpu, 0},
-    {"all four calls, random sizes/offsets, loopback, default flags", t_loop_dma, 0},
-    {"all four calls, node 0 client -> node 1 windows, CPU", t_node_cpu, 0},
-    {"all four calls, node 1 client -> node 0 windows, DMA when present", t_node_dma, 0},
-    {"alignment classes 1..12289 bytes, every call, CPU and DMA", t_alignments, 0},
-    {"64 MiB transfers, every call, sync and async", t_large, 300},
-    {"64 asynchronous transfers then one fence", t_async_many, 0},
-    {"4 threads on one endpoint, random calls and flags", t_threads, 0},
-    {"DMA engine moves the data when loaded", t_dma_used, 0},
-    {"loopback RMA is complete when the call returns (no SYNC, no fence)", t_done_loop, 0},
-    {"loopback USECPU RMA is complete when the call returns", t_done_loop_cpu, 0},
-    {"node 0 <-> 1 USECPU RMA is complete when the call returns", t_done_node_cpu, 0},
-    {"node 0 <-> 1 RMA without a DMA engine is complete when the call returns", t_done_node_nodma,
+    {"all four calls, random sizes/offsets, loopback, CPU", FIXTURE_FN(side, random_cpu, loopback),
      0},
-    {"SCIF_RMA_USECPU bypasses the DMA engine", t_usecpu_is_cpu, 0},
-    {"SCIF_RMA_USECACHE never serves stale pages", t_usecache_fresh, 0},
+    {"all four calls, random sizes/offsets, loopback, default flags",
+     FIXTURE_FN(side, random_default, loopback), 0},
+    {"all four calls, node 0 client -> node 1 windows, CPU", FIXTURE_FN(side, random_cpu, node10),
+     0},
+    {"all four calls, node 1 client -> node 0 windows, DMA when present",
+     FIXTURE_FN(side, random_default, node01), 0},
+    {"alignment classes 1..12289 bytes, every call, CPU and DMA",
+     FIXTURE_FN(side, alignments, node01), 0},
+    {"64 MiB transfers, every call, sync and async", t_large, 300},
+    {"64 asynchronous transfers then one fence", FIXTURE_FN(side, async_many, node01), 0},
+    {"4 threads on one endpoint, random calls and flags", FIXTURE_FN(side, threads, node01), 0},
+    {"DMA engine moves the data when loaded", FIXTURE_FN(side, dma_used, node01), 0},
+    {"loopback RMA is complete when the call returns (no SYNC, no fence)",
+     FIXTURE_FN(side, done_default, loopback), 0},
+    {"loopback USECPU RMA is complete when the call returns", FIXTURE_FN(side, done_cpu, loopback),
+     0},
+    {"node 0 <-> 1 USECPU RMA is complete when the call returns",
+     FIXTURE_FN(side, done_cpu, node01), 0},
+    {"node 0 <-> 1 RMA without a DMA engine is complete when the call returns",
+     FIXTURE_FN(side, done_nodma, node01), 0},
+    {"SCIF_RMA_USECPU bypasses the DMA engine", FIXTURE_FN(side, usecpu_is_cpu, node01), 0},
+    {"SCIF_RMA_USECACHE never serves stale pages", side_usecache_fresh, 0},
 };
 
 int main(int argc, char **argv) {

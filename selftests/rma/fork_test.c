@@ -12,22 +12,27 @@
 #define RW (SCIF_PROT_READ | SCIF_PROT_WRITE)
 
 /*
- * Server registers buf as a RW window at WOFF, filled with a pattern; *want
- * (if asked for) is a private copy of that pattern.
+ * A pair, server on node 0, client on the peer node; the server registers
+ * buf as a RW window at WOFF, filled with a pattern; want is a private copy
+ * of that pattern.
  */
-static int setup(int *srv, int *cli, uint8_t **buf, uint8_t **want) {
-    CHECK(connect_pair(0, peer_node(), srv, cli) == 0);
-    *buf = map_anon(WLEN);
-    CHECK(*buf);
-    fill(*buf, WLEN, 1);
-    CHECK(scif_register(*srv, *buf, WLEN, WOFF, RW, SCIF_MAP_FIXED) == WOFF);
-    if (want) {
-        *want = map_anon(WLEN);
-        CHECK(*want);
-        memcpy(*want, *buf, WLEN);
-    }
-    return 0;
+FIXTURE(fk) {
+    int srv, cli;
+    uint8_t *buf, *want;
+};
+
+FIXTURE_SETUP(fk) {
+    CHECK(connect_pair(0, peer_node(), &self->srv, &self->cli) == 0);
+    self->buf = rma_window(self->srv, WLEN, WOFF, RW);
+    self->want = map_anon(WLEN);
+    CHECK(self->buf && self->want);
+    fill(self->buf, WLEN, 1);
+    memcpy(self->want, self->buf, WLEN);
+    return KSFT_PASS;
 }
+
+/* Nothing: the behaviours close what they check the closing of. */
+FIXTURE_TEARDOWN(fk) {}
 
 /* Read the peer window through RMA and compare it with the expected bytes. */
 static int window_holds(int cli, const uint8_t *want, const char *what) {
@@ -47,34 +52,31 @@ static int window_holds(int cli, const uint8_t *want, const char *what) {
  * parent's memory) keep the parent's bytes.  Then the parent writes its
  * buffer and the peer writes through RMA: both land in the parent's pages.
  */
-static int t_child_writes_private(void) {
-    int srv, cli, st;
-    uint8_t *buf, *want;
+TEST_F(fk, child_writes_private) {
+    int st;
     pid_t pid;
-
-    CHECK(setup(&srv, &cli, &buf, &want) == 0);
 
     pid = fork();
     CHECK(pid >= 0);
     if (pid == 0) {
-        memset(buf, 0xCC, WLEN);
+        memset(self->buf, 0xCC, WLEN);
         _exit(0);
     }
     CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
-    CHECK(first_diff(buf, want, WLEN) < 0, "the child's writes reached the parent");
-    if (window_holds(cli, want, "after the child wrote its copy"))
+    CHECK(first_diff(self->buf, self->want, WLEN) < 0, "the child's writes reached the parent");
+    if (window_holds(self->cli, self->want, "after the child wrote its copy"))
         return KSFT_FAIL;
 
     /* The parent's later writes are what the peer sees (no stale CoW copy). */
-    fill(buf, WLEN, 2);
-    memcpy(want, buf, WLEN);
-    if (window_holds(cli, want, "after the parent wrote post-fork"))
+    fill(self->buf, WLEN, 2);
+    memcpy(self->want, self->buf, WLEN);
+    if (window_holds(self->cli, self->want, "after the parent wrote post-fork"))
         return KSFT_FAIL;
 
     /* RMA writes land in the parent's memory. */
-    fill(want, WLEN, 3);
-    CHECK(scif_vwriteto(cli, want, WLEN, WOFF, SCIF_RMA_SYNC) == 0);
-    CHECK(first_diff(buf, want, WLEN) < 0, "an RMA write missed the parent's pages");
+    fill(self->want, WLEN, 3);
+    CHECK(scif_vwriteto(self->cli, self->want, WLEN, WOFF, SCIF_RMA_SYNC) == 0);
+    CHECK(first_diff(self->buf, self->want, WLEN) < 0, "an RMA write missed the parent's pages");
     return 0;
 }
 
@@ -83,45 +85,40 @@ static int t_child_writes_private(void) {
  * endpoint moves data between its own memory and the same peer window, and
  * the parent's data is intact afterwards.
  */
-static int t_child_rma_inherited_endpoint(void) {
-    int srv, cli, st;
-    uint8_t *buf, *want;
+TEST_F(fk, child_rma_inherited_endpoint) {
+    int st;
     pid_t pid;
-
-    CHECK(setup(&srv, &cli, &buf, &want) == 0);
 
     pid = fork();
     CHECK(pid >= 0);
     if (pid == 0) {
         uint8_t *mine = map_anon(WLEN);
 
-        if (!mine || scif_vreadfrom(cli, mine, WLEN, WOFF, SCIF_RMA_SYNC))
+        if (!mine || scif_vreadfrom(self->cli, mine, WLEN, WOFF, SCIF_RMA_SYNC))
             _exit(2);
-        _exit(first_diff(mine, want, WLEN) < 0 ? 0 : 3);
+        _exit(first_diff(mine, self->want, WLEN) < 0 ? 0 : 3);
     }
     CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
     CHECK(WEXITSTATUS(st) == 0,
           "child RMA through the inherited endpoint: status %d "
           "(2 = call failed, 3 = wrong data)",
           WEXITSTATUS(st));
-    CHECK(first_diff(buf, want, WLEN) < 0, "the parent's window memory changed");
-    return window_holds(cli, want, "after the child's RMA");
+    CHECK(first_diff(self->buf, self->want, WLEN) < 0, "the parent's window memory changed");
+    return window_holds(self->cli, self->want, "after the child's RMA");
 }
 
 /* After both sides closed, every page pinned for the windows is released. */
-static int t_counters_after_fork(void) {
-    int srv, cli, st;
-    uint8_t *buf;
+TEST_F(fk, counters_after_fork) {
+    int st;
     pid_t pid;
 
-    CHECK(setup(&srv, &cli, &buf, NULL) == 0);
     pid = fork();
     CHECK(pid >= 0);
     if (pid == 0)
         _exit(0); /* exits holding copies of both descriptors */
     CHECK(waitpid(pid, &st, 0) == pid);
-    scif_close(cli);
-    scif_close(srv);
+    scif_close(self->cli);
+    scif_close(self->srv);
     CHECK(dbg_wait("windows", 0) == 0, "windows left registered");
     CHECK(dbg_wait("pinned_pages", 0) == 0, "pages left pinned");
     return 0;
@@ -129,10 +126,10 @@ static int t_counters_after_fork(void) {
 
 static const struct scif_test tests[] = {
     {"fork: the child's writes stay private, the window keeps the parent's pages",
-     t_child_writes_private, 0},
+     fk_child_writes_private, 0},
     {"fork: the child's RMA through an inherited endpoint works, parent intact",
-     t_child_rma_inherited_endpoint, 0},
-    {"fork: windows and pins return to zero after both sides close", t_counters_after_fork, 0},
+     fk_child_rma_inherited_endpoint, 0},
+    {"fork: windows and pins return to zero after both sides close", fk_counters_after_fork, 0},
 };
 
 int main(int argc, char **argv) {

@@ -32,24 +32,24 @@ struct copier {
     volatile int done;
 };
 
-struct lx {
+/* A loopback pair: the server's BIG source window, the client's BIG destination. */
+FIXTURE(lx) {
     int srv, cli;
     uint8_t *src, *dst;
 };
 
-static int setup(struct lx *f) {
-    if (connect_pair(0, 0, &f->srv, &f->cli))
-        return -1;
-    f->src = map_anon(BIG);
-    f->dst = map_anon(BIG);
-    if (!f->src || !f->dst)
-        return -1;
-    memset(f->src, 1, BIG);
-    memset(f->dst, 0, BIG);
-    if (scif_register(f->srv, f->src, BIG, SRC_OFF, RW, SCIF_MAP_FIXED) != SRC_OFF ||
-        scif_register(f->cli, f->dst, BIG, DST_OFF, RW, SCIF_MAP_FIXED) != DST_OFF)
-        return -1;
-    return 0;
+FIXTURE_SETUP(lx) {
+    CHECK(connect_pair(0, 0, &self->srv, &self->cli) == 0);
+    self->src = rma_window(self->srv, BIG, SRC_OFF, RW);
+    self->dst = rma_window(self->cli, BIG, DST_OFF, RW);
+    CHECK(self->src && self->dst);
+    memset(self->src, 1, BIG);
+    return KSFT_PASS;
+}
+
+FIXTURE_TEARDOWN(lx) {
+    scif_close(self->cli);
+    scif_close(self->srv);
 }
 
 static void *copy_thread(void *arg) {
@@ -85,7 +85,7 @@ static int copy_over(struct copier *c) {
  * number that succeeded while the copy was in flight, *err the errno of
  * the failure (0 if none).  Touches no new memory.
  */
-static long flood(struct lx *f, struct copier *c, long limit, int *err) {
+static long flood(struct lx_fixture *f, struct copier *c, long limit, int *err) {
     long n = 0;
 
     *err = 0;
@@ -101,16 +101,14 @@ static long flood(struct lx *f, struct copier *c, long limit, int *err) {
 }
 
 /* More signals than the bound, while an RMA is in flight: ENOMEM. */
-static int t_signal_bound(void) {
+TEST_F(lx, signal_bound) {
     struct copier c;
-    struct lx f;
     int round, err;
     long n;
 
-    CHECK(setup(&f) == 0);
     for (round = 0; round < ROUNDS; round++) {
-        CHECK(copy_start(&c, f.cli) == 0);
-        n = flood(&f, &c, 4L * MAX_SIGNALS, &err);
+        CHECK(copy_start(&c, self->cli) == 0);
+        n = flood(self, &c, 4L * MAX_SIGNALS, &err);
         pthread_join(c.th, NULL);
         CHECK(c.ret == 0);
         if (err) {
@@ -176,12 +174,11 @@ static int memcg_make(char *path, size_t len) {
  * flood fails with ENOMEM well before the bound (uncharged, it would only
  * stop there).
  */
-static int t_signal_memcg(void) {
+TEST_F(lx, signal_memcg) {
     char cg[128], procs[160], max[160], pid[32];
     volatile char stack[64 << 10];
     int round, err, r, join, leave;
     struct copier c;
-    struct lx f;
     long n;
 
     r = memcg_make(cg, sizeof(cg));
@@ -192,7 +189,6 @@ static int t_signal_memcg(void) {
     snprintf(pid, sizeof(pid), "%d", (int)getpid());
     /* 16 KiB: room for about 256 signals, a quarter of the bound. */
     CHECK(write_str(max, "16384") == 0);
-    CHECK(setup(&f) == 0);
     /* Inside the cgroup nothing may be opened: struct file is charged. */
     join = open(procs, O_WRONLY);
     leave = open(CG_ROOT "/cgroup.procs", O_WRONLY);
@@ -200,14 +196,14 @@ static int t_signal_memcg(void) {
     /* No page of the flood's stack may need charging in the cgroup. */
     memset((void *)stack, 0, sizeof(stack));
     for (round = 0; round < ROUNDS; round++) {
-        CHECK(copy_start(&c, f.cli) == 0);
+        CHECK(copy_start(&c, self->cli) == 0);
         /* Only what the flood makes the kernel allocate is charged here. */
         if (write_fd(join, pid)) {
             diag("cannot join %s: %s", cg, strerror(errno));
             pthread_join(c.th, NULL);
             return KSFT_FAIL;
         }
-        n = flood(&f, &c, 4L * MAX_SIGNALS, &err);
+        n = flood(self, &c, 4L * MAX_SIGNALS, &err);
         r = write_fd(leave, pid);
         pthread_join(c.th, NULL);
         CHECK(r == 0);
@@ -238,8 +234,8 @@ static int t_signal_memcg(void) {
 }
 
 static const struct scif_test tests[] = {
-    {"fence signals beyond the per-endpoint bound fail with ENOMEM", t_signal_bound, 0},
-    {"fence signal flood in a memory cgroup fails with ENOMEM at its limit", t_signal_memcg, 0},
+    {"fence signals beyond the per-endpoint bound fail with ENOMEM", lx_signal_bound, 0},
+    {"fence signal flood in a memory cgroup fails with ENOMEM at its limit", lx_signal_memcg, 0},
 };
 
 int main(int argc, char **argv) {

@@ -11,29 +11,28 @@
 #define RW (SCIF_PROT_READ | SCIF_PROT_WRITE)
 #define BIG (16UL << 20)
 
-struct tp {
+/* A loopback pair with a BIG window on each side at offset 0. */
+FIXTURE(tp) {
     int srv, cli;
     uint8_t *r, *l, *u;
 };
 
-static int setup(struct tp *t) {
-    if (connect_pair(0, 0, &t->srv, &t->cli))
-        return -1;
-    t->r = map_anon(BIG);
-    t->l = map_anon(BIG);
-    t->u = map_anon(BIG);
-    if (!t->r || !t->l || !t->u)
-        return -1;
-    memset(t->r, 1, BIG);
-    memset(t->l, 2, BIG);
-    if (scif_register(t->srv, t->r, BIG, 0, RW, SCIF_MAP_FIXED) != 0 ||
-        scif_register(t->cli, t->l, BIG, 0, RW, SCIF_MAP_FIXED) != 0)
-        return -1;
-    return 0;
+FIXTURE_SETUP(tp) {
+    CHECK(connect_pair(0, 0, &self->srv, &self->cli) == 0);
+    self->r = rma_window(self->srv, BIG, 0, RW);
+    self->l = rma_window(self->cli, BIG, 0, RW);
+    self->u = map_anon(BIG);
+    CHECK(self->r && self->l && self->u);
+    memset(self->r, 1, BIG);
+    memset(self->l, 2, BIG);
+    return KSFT_PASS;
 }
 
+/* The behaviours close the endpoints themselves: that is what they test. */
+FIXTURE_TEARDOWN(tp) {}
+
 /* Queue many asynchronous transfers of every kind. */
-static int flood(struct tp *t, int n) {
+static int flood(struct tp_fixture *t, int n) {
     int i;
 
     for (i = 0; i < n; i++) {
@@ -59,45 +58,38 @@ static int flood(struct tp *t, int n) {
     return 0;
 }
 
-static int t_close_inflight(void) {
-    struct tp t;
-
-    CHECK(setup(&t) == 0);
-    CHECK(flood(&t, 16) == 0);
-    CHECK(close(t.cli) == 0);
-    CHECK(close(t.srv) == 0);
+TEST_F(tp, close_inflight) {
+    CHECK(flood(self, 16) == 0);
+    CHECK(close(self->cli) == 0);
+    CHECK(close(self->srv) == 0);
     return rma_counters_zero();
 }
 
-static int t_peer_close_inflight(void) {
-    struct tp t;
+TEST_F(tp, peer_close_inflight) {
     int mark;
 
-    CHECK(setup(&t) == 0);
-    CHECK(flood(&t, 16) == 0);
-    CHECK(close(t.srv) == 0);
+    CHECK(flood(self, 16) == 0);
+    CHECK(close(self->srv) == 0);
     /* The initiator's fence now reports the reset (or completion). */
-    if (scif_fence_mark(t.cli, SCIF_FENCE_INIT_SELF, &mark) == 0)
-        CHECK(scif_fence_wait(t.cli, mark) == 0 || errno == ECONNRESET);
+    if (scif_fence_mark(self->cli, SCIF_FENCE_INIT_SELF, &mark) == 0)
+        CHECK(scif_fence_wait(self->cli, mark) == 0 || errno == ECONNRESET);
     else
         CHECK(errno == ECONNRESET);
-    CHECK(close(t.cli) == 0);
+    CHECK(close(self->cli) == 0);
     return rma_counters_zero();
 }
 
-static int t_unreg_inflight(void) {
-    struct tp t;
+TEST_F(tp, unreg_inflight) {
     int mark;
 
-    CHECK(setup(&t) == 0);
-    CHECK(flood(&t, 8) == 0);
-    CHECK(scif_unregister(t.srv, 0, BIG) == 0);
-    CHECK(scif_unregister(t.cli, 0, BIG) == 0);
-    CHECK(scif_fence_mark(t.cli, SCIF_FENCE_INIT_SELF, &mark) == 0);
-    CHECK(scif_fence_wait(t.cli, mark) == 0);
-    CHECK_ERR(scif_vreadfrom(t.cli, t.u, 8, 0, SCIF_RMA_SYNC), ENXIO);
+    CHECK(flood(self, 8) == 0);
+    CHECK(scif_unregister(self->srv, 0, BIG) == 0);
+    CHECK(scif_unregister(self->cli, 0, BIG) == 0);
+    CHECK(scif_fence_mark(self->cli, SCIF_FENCE_INIT_SELF, &mark) == 0);
+    CHECK(scif_fence_wait(self->cli, mark) == 0);
+    CHECK_ERR(scif_vreadfrom(self->cli, self->u, 8, 0, SCIF_RMA_SYNC), ENXIO);
     CHECK(dbg_wait("windows", 0) == 0);
-    CHECK(close(t.cli) == 0 && close(t.srv) == 0);
+    CHECK(close(self->cli) == 0 && close(self->srv) == 0);
     return rma_counters_zero();
 }
 
@@ -110,9 +102,10 @@ static int t_kill_inflight(void) {
 
         CHECK(pid >= 0);
         if (pid == 0) {
-            struct tp t;
+            struct tp_fixture t;
 
-            if (setup(&t))
+            memset(&t, 0, sizeof(t));
+            if (tp_setup(&t, NULL) != KSFT_PASS)
                 _exit(1);
             for (;;)
                 if (flood(&t, 4))
@@ -128,7 +121,7 @@ static int t_kill_inflight(void) {
 
 /* Concurrent register/unregister/RMA/close from several threads. */
 struct chaos {
-    struct tp *t;
+    struct tp_fixture *t;
     int idx;
 };
 
@@ -151,23 +144,21 @@ static void *chaos_fn(void *arg) {
     return NULL;
 }
 
-static int t_chaos(void) {
-    struct tp t;
+TEST_F(tp, chaos) {
     struct chaos c[3];
     pthread_t th[3];
     int i;
 
-    CHECK(setup(&t) == 0);
     for (i = 0; i < 3; i++) {
-        c[i].t = &t;
+        c[i].t = self;
         c[i].idx = i;
         CHECK(pthread_create(&th[i], NULL, chaos_fn, &c[i]) == 0);
     }
     sleep_ms(500);
-    close(t.srv); /* mid-flight: the threads start seeing errors */
+    close(self->srv); /* mid-flight: the threads start seeing errors */
     for (i = 0; i < 3; i++)
         pthread_join(th[i], NULL);
-    close(t.cli);
+    close(self->cli);
     return rma_counters_zero();
 }
 
@@ -183,7 +174,7 @@ static double time_rma(int cli, uint8_t *u, off_t off, int n) {
 
 static int t_many_windows(void) {
     const int nwin = 10000;
-    struct tp t;
+    struct tp_fixture t;
     uint8_t *m = map_anon(PAGE * 16);
     double one, many_first, many_last;
     int i;
@@ -208,11 +199,11 @@ static int t_many_windows(void) {
 }
 
 static const struct scif_test tests[] = {
-    {"close both ends with transfers in flight", t_close_inflight, 0},
-    {"peer closes with transfers in flight", t_peer_close_inflight, 0},
-    {"unregister windows with transfers in flight", t_unreg_inflight, 0},
+    {"close both ends with transfers in flight", tp_close_inflight, 0},
+    {"peer closes with transfers in flight", tp_peer_close_inflight, 0},
+    {"unregister windows with transfers in flight", tp_unreg_inflight, 0},
     {"SIGKILL a process with transfers in flight", t_kill_inflight, 0},
-    {"threads register/RMA/unregister while the peer closes", t_chaos, 0},
+    {"threads register/RMA/unregister while the peer closes", tp_chaos, 0},
     {"10,000 windows: lookup cost printed, counters return to zero", t_many_windows, 0},
 };
 
