@@ -21,84 +21,89 @@
 #define RW (SCIF_PROT_READ | SCIF_PROT_WRITE)
 #define WOFF 0x800000L
 
-struct mp {
+/* A pair; the server's 8 pages (a pattern) are two windows of 4 at WOFF. */
+FIXTURE(mp) {
     int srv, cli;
     uint8_t *buf;
 };
 
-static int setup(struct mp *m, int snode, int cnode, int prot) {
-    if (connect_pair(snode, cnode, &m->srv, &m->cli))
-        return -1;
-    m->buf = map_anon(8 * PAGE);
-    if (!m->buf)
-        return -1;
-    fill(m->buf, 8 * PAGE, 11);
-    if (scif_register(m->srv, m->buf, 4 * PAGE, WOFF, prot, SCIF_MAP_FIXED) != WOFF ||
-        scif_register(m->srv, m->buf + 4 * PAGE, 4 * PAGE, WOFF + 4 * PAGE, prot, SCIF_MAP_FIXED) !=
-            WOFF + 4 * (off_t)PAGE)
-        return -1;
-    return 0;
+/* Server on snode, client on cnode, the windows registered with prot. */
+FIXTURE_VARIANT(mp) {
+    int snode, cnode, prot;
+};
+
+FIXTURE_VARIANT_ADD(mp, loopback){.snode = 0, .cnode = 0, .prot = RW};
+FIXTURE_VARIANT_ADD(mp, node){.snode = 1, .cnode = 0, .prot = RW};
+FIXTURE_VARIANT_ADD(mp, rdonly){.snode = 0, .cnode = 0, .prot = SCIF_PROT_READ};
+FIXTURE_VARIANT_ADD(mp, wronly){.snode = 0, .cnode = 0, .prot = SCIF_PROT_WRITE};
+
+FIXTURE_SETUP(mp) {
+    if (!variant)
+        variant = &mp_variant_loopback;
+    if (variant->snode || variant->cnode)
+        REQUIRE_NODE(1);
+    CHECK(connect_pair(variant->snode, variant->cnode, &self->srv, &self->cli) == 0);
+    self->buf = map_anon(8 * PAGE);
+    CHECK(self->buf);
+    fill(self->buf, 8 * PAGE, 11);
+    CHECK(scif_register(self->srv, self->buf, 4 * PAGE, WOFF, variant->prot, SCIF_MAP_FIXED) ==
+          WOFF);
+    CHECK(scif_register(self->srv, self->buf + 4 * PAGE, 4 * PAGE, WOFF + 4 * PAGE, variant->prot,
+                        SCIF_MAP_FIXED) == WOFF + 4 * (off_t)PAGE);
+    return KSFT_PASS;
 }
 
-static int share(int snode, int cnode) {
-    struct mp m;
+/* Nothing: the behaviours close and unmap what they check the release of. */
+FIXTURE_TEARDOWN(mp) {}
+
+TEST_F(mp, share) {
     uint8_t *p;
 
-    if (snode || cnode)
-        REQUIRE_NODE(1);
-    CHECK(setup(&m, snode, cnode, RW) == 0);
     /* Spans both windows. */
-    p = scif_mmap(NULL, 8 * PAGE, RW, 0, m.cli, WOFF);
+    p = scif_mmap(NULL, 8 * PAGE, RW, 0, self->cli, WOFF);
     CHECK(p != SCIF_MMAP_FAILED);
-    CHECK(memcmp(p, m.buf, 8 * PAGE) == 0);
+    CHECK(memcmp(p, self->buf, 8 * PAGE) == 0);
     memset(p + 100, 0xab, 5 * PAGE);
-    CHECK(memcmp(p, m.buf, 8 * PAGE) == 0);
-    m.buf[7 * PAGE + 5] = 0x17;
+    CHECK(memcmp(p, self->buf, 8 * PAGE) == 0);
+    self->buf[7 * PAGE + 5] = 0x17;
     CHECK(p[7 * PAGE + 5] == 0x17);
     CHECK(scif_munmap(p, 8 * PAGE) == 0);
     /* A part of a window at an offset inside it. */
-    p = scif_mmap(NULL, PAGE, SCIF_PROT_READ, 0, m.cli, WOFF + 2 * PAGE);
+    p = scif_mmap(NULL, PAGE, SCIF_PROT_READ, 0, self->cli, WOFF + 2 * PAGE);
     CHECK(p != SCIF_MMAP_FAILED);
-    CHECK(memcmp(p, m.buf + 2 * PAGE, PAGE) == 0);
+    CHECK(memcmp(p, self->buf + 2 * PAGE, PAGE) == 0);
     CHECK(scif_munmap(p, PAGE) == 0);
     return KSFT_PASS;
 }
 
-static int t_share_loop(void) {
-    return share(0, 0);
-}
-static int t_share_node(void) {
-    return share(1, 0);
-}
+TEST_F_VARIANT(mp, share, loopback);
+TEST_F_VARIANT(mp, share, node);
 
-static int t_prot(void) {
-    struct mp m;
+TEST_F(mp, prot) {
     uint8_t *p;
 
-    CHECK(setup(&m, 0, 0, SCIF_PROT_READ) == 0);
-    CHECK_ERR(scif_mmap(NULL, PAGE, RW, 0, m.cli, WOFF), EACCES);
-    p = scif_mmap(NULL, PAGE, SCIF_PROT_READ, 0, m.cli, WOFF);
+    CHECK_ERR(scif_mmap(NULL, PAGE, RW, 0, self->cli, WOFF), EACCES);
+    p = scif_mmap(NULL, PAGE, SCIF_PROT_READ, 0, self->cli, WOFF);
     CHECK(p != SCIF_MMAP_FAILED);
-    CHECK(p[3] == m.buf[3]);
+    CHECK(p[3] == self->buf[3]);
     /* Cannot be widened later. */
     CHECK_ERR(mprotect(p, PAGE, PROT_READ | PROT_WRITE), EACCES);
     CHECK(scif_munmap(p, PAGE) == 0);
     return KSFT_PASS;
 }
+TEST_F_VARIANT(mp, prot, rdonly);
 
-static int t_errors(void) {
-    struct mp m;
+TEST_F(mp, errors) {
     int e = ep_open(0);
     void *r;
 
     CHECK(e >= 0);
     CHECK_ERR(scif_mmap(NULL, PAGE, SCIF_PROT_READ, 0, e, 0), ENOTCONN);
-    CHECK(setup(&m, 0, 0, RW) == 0);
-    CHECK_ERR(scif_mmap(NULL, PAGE, SCIF_PROT_READ, 0, m.cli, 0x100000), ENXIO);
-    CHECK_ERR(scif_mmap(NULL, 9 * PAGE, SCIF_PROT_READ, 0, m.cli, WOFF), ENXIO);
+    CHECK_ERR(scif_mmap(NULL, PAGE, SCIF_PROT_READ, 0, self->cli, 0x100000), ENXIO);
+    CHECK_ERR(scif_mmap(NULL, 9 * PAGE, SCIF_PROT_READ, 0, self->cli, WOFF), ENXIO);
     /* Our own windows are not the peer's. */
-    CHECK_ERR(scif_mmap(NULL, PAGE, SCIF_PROT_READ, 0, m.srv, WOFF), ENXIO);
-    r = mmap(NULL, PAGE, PROT_READ, MAP_PRIVATE, m.cli, WOFF);
+    CHECK_ERR(scif_mmap(NULL, PAGE, SCIF_PROT_READ, 0, self->srv, WOFF), ENXIO);
+    r = mmap(NULL, PAGE, PROT_READ, MAP_PRIVATE, self->cli, WOFF);
     CHECK(r == MAP_FAILED && errno == EINVAL);
     return KSFT_PASS;
 }
@@ -159,12 +164,10 @@ static int same_pages(uint8_t *p, uint8_t *buf, size_t len, int writable) {
     return 0;
 }
 
-/* setup(), then map the first window (read and write) and touch a page. */
-static uint8_t *setup_mapped(struct mp *m) {
+/* Map the fixture's first window (read and write) and touch a page. */
+static uint8_t *setup_mapped(struct mp_fixture *m) {
     uint8_t *p;
 
-    if (setup(m, 0, 0, RW))
-        return NULL;
     p = scif_mmap(NULL, 4 * PAGE, RW, 0, m->cli, WOFF);
     if (p == SCIF_MMAP_FAILED) {
         diag("scif_mmap: %s", strerror(errno));
@@ -182,27 +185,26 @@ static uint8_t *setup_mapped(struct mp *m) {
  * pages (the owner's buffer), and the window's offsets are no longer
  * registered: RMA, mmap and unregister there fail with ENXIO.
  */
-static int t_unreg_keeps(void) {
-    struct mp m;
+TEST_F(mp, unreg_keeps) {
     uint8_t *p, *u = map_anon(4 * PAGE);
 
     CHECK(u);
-    p = setup_mapped(&m); /* one page faulted before, the others after */
+    p = setup_mapped(self); /* one page faulted before, the others after */
     CHECK(p);
-    CHECK(scif_unregister(m.srv, WOFF, 4 * PAGE) == 0);
-    CHECK(same_pages(p, m.buf, 4 * PAGE, 1) == 0);
-    CHECK_ERR(scif_vreadfrom(m.cli, u, PAGE, WOFF, SCIF_RMA_SYNC), ENXIO);
-    CHECK_ERR(scif_vwriteto(m.cli, u, PAGE, WOFF + PAGE, SCIF_RMA_SYNC), ENXIO);
+    CHECK(scif_unregister(self->srv, WOFF, 4 * PAGE) == 0);
+    CHECK(same_pages(p, self->buf, 4 * PAGE, 1) == 0);
+    CHECK_ERR(scif_vreadfrom(self->cli, u, PAGE, WOFF, SCIF_RMA_SYNC), ENXIO);
+    CHECK_ERR(scif_vwriteto(self->cli, u, PAGE, WOFF + PAGE, SCIF_RMA_SYNC), ENXIO);
     /* a range that starts in the next, registered window and runs back is refused too */
-    CHECK_ERR(scif_vreadfrom(m.cli, u, 2 * PAGE, WOFF + 3 * PAGE, SCIF_RMA_SYNC), ENXIO);
-    CHECK_ERR(scif_mmap(NULL, PAGE, SCIF_PROT_READ, 0, m.cli, WOFF), ENXIO);
-    CHECK_ERR(scif_unregister(m.srv, WOFF, 4 * PAGE), ENXIO);
-    CHECK_ERR(scif_unregister(m.srv, WOFF, 8 * PAGE), ENXIO);
+    CHECK_ERR(scif_vreadfrom(self->cli, u, 2 * PAGE, WOFF + 3 * PAGE, SCIF_RMA_SYNC), ENXIO);
+    CHECK_ERR(scif_mmap(NULL, PAGE, SCIF_PROT_READ, 0, self->cli, WOFF), ENXIO);
+    CHECK_ERR(scif_unregister(self->srv, WOFF, 4 * PAGE), ENXIO);
+    CHECK_ERR(scif_unregister(self->srv, WOFF, 8 * PAGE), ENXIO);
     /* The other window is untouched. */
-    CHECK(scif_vreadfrom(m.cli, u, PAGE, WOFF + 4 * PAGE, SCIF_RMA_SYNC) == 0);
-    CHECK(memcmp(u, m.buf + 4 * PAGE, PAGE) == 0);
+    CHECK(scif_vreadfrom(self->cli, u, PAGE, WOFF + 4 * PAGE, SCIF_RMA_SYNC) == 0);
+    CHECK(memcmp(u, self->buf + 4 * PAGE, PAGE) == 0);
     CHECK(scif_munmap(p, 4 * PAGE) == 0);
-    CHECK(scif_unregister(m.srv, WOFF + 4 * PAGE, 4 * PAGE) == 0);
+    CHECK(scif_unregister(self->srv, WOFF + 4 * PAGE, 4 * PAGE) == 0);
     return rma_counters_zero();
 }
 
@@ -211,46 +213,47 @@ static int t_unreg_keeps(void) {
  * registration can take them (and no fault of the old mapping can reach a
  * new window there) until the last mapping is gone.
  */
-static int t_unreg_reserved(void) {
-    struct mp m;
+TEST_F(mp, unreg_reserved) {
     uint8_t *p, *q, *secret = map_anon(8 * PAGE);
     off_t o;
 
-    CHECK(secret && setup(&m, 0, 0, RW) == 0);
+    CHECK(secret);
     memset(secret, 0x5a, 8 * PAGE);
     /* Two mappings of the first window: both must go. */
-    p = scif_mmap(NULL, 4 * PAGE, RW, 0, m.cli, WOFF);
-    q = scif_mmap(NULL, PAGE, SCIF_PROT_READ, 0, m.cli, WOFF + 3 * PAGE);
+    p = scif_mmap(NULL, 4 * PAGE, RW, 0, self->cli, WOFF);
+    q = scif_mmap(NULL, PAGE, SCIF_PROT_READ, 0, self->cli, WOFF + 3 * PAGE);
     CHECK(p != SCIF_MMAP_FAILED && q != SCIF_MMAP_FAILED);
-    CHECK(p[0] == m.buf[0]); /* only page 0 faulted before the unregister */
-    CHECK(scif_unregister(m.srv, WOFF, 4 * PAGE) == 0);
+    CHECK(p[0] == self->buf[0]); /* only page 0 faulted before the unregister */
+    CHECK(scif_unregister(self->srv, WOFF, 4 * PAGE) == 0);
     CHECK(dbg_wait("windows", 2) == 2 && dbg_wait("mappings", 2) == 2);
-    CHECK_ERR(scif_register(m.srv, secret, 4 * PAGE, WOFF, SCIF_PROT_WRITE, SCIF_MAP_FIXED),
+    CHECK_ERR(scif_register(self->srv, secret, 4 * PAGE, WOFF, SCIF_PROT_WRITE, SCIF_MAP_FIXED),
               EADDRINUSE);
-    CHECK_ERR(scif_register(m.srv, secret, PAGE, WOFF + 2 * PAGE, RW, SCIF_MAP_FIXED), EADDRINUSE);
-    CHECK_ERR(scif_register(m.srv, secret, 2 * PAGE, WOFF - PAGE, RW, SCIF_MAP_FIXED), EADDRINUSE);
-    o = scif_register(m.srv, secret, 8 * PAGE, 0, RW, 0);
+    CHECK_ERR(scif_register(self->srv, secret, PAGE, WOFF + 2 * PAGE, RW, SCIF_MAP_FIXED),
+              EADDRINUSE);
+    CHECK_ERR(scif_register(self->srv, secret, 2 * PAGE, WOFF - PAGE, RW, SCIF_MAP_FIXED),
+              EADDRINUSE);
+    o = scif_register(self->srv, secret, 8 * PAGE, 0, RW, 0);
     CHECK(o >= 0);
     if (o < WOFF + 8 * (off_t)PAGE && o + 8 * (off_t)PAGE > WOFF) {
         diag("allocator placed a window at %#llx, over the reserved range", (long long)o);
         return KSFT_FAIL;
     }
     /* Pages first touched now still are the old window's. */
-    CHECK(same_pages(p, m.buf, 4 * PAGE, 1) == 0);
-    CHECK(memcmp(q, m.buf + 3 * PAGE, PAGE) == 0);
+    CHECK(same_pages(p, self->buf, 4 * PAGE, 1) == 0);
+    CHECK(memcmp(q, self->buf + 3 * PAGE, PAGE) == 0);
     CHECK(scif_munmap(p, 4 * PAGE) == 0);
-    CHECK_ERR(scif_register(m.srv, secret, 4 * PAGE, WOFF, RW, SCIF_MAP_FIXED), EADDRINUSE);
+    CHECK_ERR(scif_register(self->srv, secret, 4 * PAGE, WOFF, RW, SCIF_MAP_FIXED), EADDRINUSE);
     CHECK(scif_munmap(q, PAGE) == 0);
     /* Last mapping gone: the window and its pins are released ... */
     CHECK(dbg_wait("windows", 2) == 2 && dbg_wait("mappings", 0) == 0);
     CHECK(dbg_wait("pinned_pages", 12) == 12);
     /* ... and the offsets can be registered again, with new pages. */
-    CHECK(scif_register(m.srv, secret, 4 * PAGE, WOFF, RW, SCIF_MAP_FIXED) == WOFF);
-    p = scif_mmap(NULL, 4 * PAGE, SCIF_PROT_READ, 0, m.cli, WOFF);
+    CHECK(scif_register(self->srv, secret, 4 * PAGE, WOFF, RW, SCIF_MAP_FIXED) == WOFF);
+    p = scif_mmap(NULL, 4 * PAGE, SCIF_PROT_READ, 0, self->cli, WOFF);
     CHECK(p != SCIF_MMAP_FAILED);
     CHECK(memcmp(p, secret, 4 * PAGE) == 0);
     CHECK(scif_munmap(p, 4 * PAGE) == 0);
-    CHECK(scif_close(m.srv) == 0 && scif_close(m.cli) == 0);
+    CHECK(scif_close(self->srv) == 0 && scif_close(self->cli) == 0);
     return rma_counters_zero();
 }
 
@@ -258,20 +261,18 @@ static int t_unreg_reserved(void) {
  * A mapping split by mprotect, partly unmapped and partly moved by mremap
  * keeps its windows until its last part is unmapped.
  */
-static int t_split(void) {
-    struct mp m;
+TEST_F(mp, split) {
     uint8_t *p, *to, *np;
 
-    CHECK(setup(&m, 0, 0, RW) == 0);
-    p = scif_mmap(NULL, 8 * PAGE, RW, 0, m.cli, WOFF);
+    p = scif_mmap(NULL, 8 * PAGE, RW, 0, self->cli, WOFF);
     CHECK(p != SCIF_MMAP_FAILED);
-    CHECK(p[0] == m.buf[0]);
+    CHECK(p[0] == self->buf[0]);
     CHECK(mprotect(p + 2 * PAGE, 4 * PAGE, PROT_READ) == 0);
-    CHECK(scif_unregister(m.srv, WOFF, 8 * PAGE) == 0);
+    CHECK(scif_unregister(self->srv, WOFF, 8 * PAGE) == 0);
     CHECK(scif_munmap(p, 2 * PAGE) == 0);
-    CHECK(memcmp(p + 2 * PAGE, m.buf + 2 * PAGE, 6 * PAGE) == 0);
-    CHECK(same_pages(p + 6 * PAGE, m.buf + 6 * PAGE, 2 * PAGE, 1) == 0);
-    m.buf[3 * PAGE + 9] = 0x42;
+    CHECK(memcmp(p + 2 * PAGE, self->buf + 2 * PAGE, 6 * PAGE) == 0);
+    CHECK(same_pages(p + 6 * PAGE, self->buf + 6 * PAGE, 2 * PAGE, 1) == 0);
+    self->buf[3 * PAGE + 9] = 0x42;
     CHECK(p[3 * PAGE + 9] == 0x42);
     /* Move the middle part elsewhere. */
     to = mmap(NULL, 4 * PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -279,12 +280,12 @@ static int t_split(void) {
     np = mremap(p + 2 * PAGE, 4 * PAGE, 4 * PAGE, MREMAP_MAYMOVE | MREMAP_FIXED, to);
     CHECK(np == to);
     CHECK(scif_munmap(p + 6 * PAGE, 2 * PAGE) == 0);
-    CHECK(same_pages(np, m.buf + 2 * PAGE, 4 * PAGE, 0) == 0);
-    CHECK_ERR(scif_register(m.srv, m.buf, 8 * PAGE, WOFF, RW, SCIF_MAP_FIXED), EADDRINUSE);
+    CHECK(same_pages(np, self->buf + 2 * PAGE, 4 * PAGE, 0) == 0);
+    CHECK_ERR(scif_register(self->srv, self->buf, 8 * PAGE, WOFF, RW, SCIF_MAP_FIXED), EADDRINUSE);
     CHECK(dbg_wait("windows", 2) == 2 && dbg_wait("mappings", 1) == 1);
     CHECK(scif_munmap(np, 4 * PAGE) == 0);
     CHECK(rma_counters_zero() == KSFT_PASS);
-    CHECK(scif_register(m.srv, m.buf, 8 * PAGE, WOFF, RW, SCIF_MAP_FIXED) == WOFF);
+    CHECK(scif_register(self->srv, self->buf, 8 * PAGE, WOFF, RW, SCIF_MAP_FIXED) == WOFF);
     return KSFT_PASS;
 }
 
@@ -293,16 +294,15 @@ static int t_split(void) {
  * pages; its unmapped windows are released at once, the mapped one at
  * munmap.
  */
-static int t_owner_close(void) {
-    struct mp m;
+TEST_F(mp, owner_close) {
     uint8_t *p;
 
-    p = setup_mapped(&m);
+    p = setup_mapped(self);
     CHECK(p);
-    CHECK(scif_close(m.srv) == 0);
+    CHECK(scif_close(self->srv) == 0);
     CHECK(dbg_wait("windows", 1) == 1);
-    CHECK(same_pages(p, m.buf, 4 * PAGE, 1) == 0);
-    CHECK_ERR(scif_mmap(NULL, PAGE, SCIF_PROT_READ, 0, m.cli, WOFF), ECONNRESET);
+    CHECK(same_pages(p, self->buf, 4 * PAGE, 1) == 0);
+    CHECK_ERR(scif_mmap(NULL, PAGE, SCIF_PROT_READ, 0, self->cli, WOFF), ECONNRESET);
     CHECK(scif_munmap(p, 4 * PAGE) == 0);
     return rma_counters_zero();
 }
@@ -311,18 +311,17 @@ static int t_owner_close(void) {
  * Closing the mapper's own descriptor keeps the mapping (it holds the
  * file, like any mmap) and so the connection, until munmap.
  */
-static int t_own_close(void) {
-    struct mp m;
+TEST_F(mp, own_close) {
     uint8_t *p;
 
-    p = setup_mapped(&m);
+    p = setup_mapped(self);
     CHECK(p);
-    CHECK(scif_close(m.cli) == 0);
-    CHECK(same_pages(p, m.buf, 4 * PAGE, 1) == 0);
-    CHECK(scif_vreadfrom(m.srv, m.buf, 8, 0, SCIF_RMA_SYNC) == -1 && errno == ENXIO);
+    CHECK(scif_close(self->cli) == 0);
+    CHECK(same_pages(p, self->buf, 4 * PAGE, 1) == 0);
+    CHECK(scif_vreadfrom(self->srv, self->buf, 8, 0, SCIF_RMA_SYNC) == -1 && errno == ENXIO);
     CHECK(scif_munmap(p, 4 * PAGE) == 0);
     /* Now the endpoint is released and its peer sees the reset. */
-    CHECK_ERR(scif_vreadfrom(m.srv, m.buf, 8, 0, SCIF_RMA_SYNC), ECONNRESET);
+    CHECK_ERR(scif_vreadfrom(self->srv, self->buf, 8, 0, SCIF_RMA_SYNC), ECONNRESET);
     return KSFT_PASS;
 }
 
@@ -376,56 +375,54 @@ static int t_owner_death(void) {
 }
 
 /* The owner's node is lost: the mapping keeps working until munmap. */
-static int t_node_lost(void) {
-    struct mp m;
+TEST_F(mp, node_lost) {
     uint8_t *p;
     int ret = KSFT_PASS;
 
-    REQUIRE_NODE(1);
     if (access(DBG_DIR "/node_lost", W_OK))
         return test_skip("no node_lost control in debugfs");
-    CHECK(setup(&m, 1, 0, RW) == 0);
-    p = scif_mmap(NULL, 8 * PAGE, RW, 0, m.cli, WOFF);
+    p = scif_mmap(NULL, 8 * PAGE, RW, 0, self->cli, WOFF);
     CHECK(p != SCIF_MMAP_FAILED);
-    CHECK(p[0] == m.buf[0]);
+    CHECK(p[0] == self->buf[0]);
     CHECK(dbg_write("node_lost", 1) == 0);
-    if (same_pages(p, m.buf, 8 * PAGE, 1)) {
+    if (same_pages(p, self->buf, 8 * PAGE, 1)) {
         diag("mapping lost with the owner's node");
         ret = KSFT_FAIL;
     }
     errno = 0;
-    if (scif_mmap(NULL, PAGE, SCIF_PROT_READ, 0, m.cli, WOFF) != SCIF_MMAP_FAILED ||
+    if (scif_mmap(NULL, PAGE, SCIF_PROT_READ, 0, self->cli, WOFF) != SCIF_MMAP_FAILED ||
         errno != ENODEV) {
         diag("scif_mmap after node loss: errno %d", errno);
         ret = KSFT_FAIL;
     }
     CHECK(dbg_write("node_online", 1) == 0);
     CHECK(scif_munmap(p, 8 * PAGE) == 0);
-    CHECK(scif_close(m.srv) == 0 && scif_close(m.cli) == 0);
+    CHECK(scif_close(self->srv) == 0 && scif_close(self->cli) == 0);
     if (rma_counters_zero() != KSFT_PASS)
         ret = KSFT_FAIL;
     return ret;
 }
+TEST_F_VARIANT(mp, node_lost, node);
 
 /*
  * A window registered SCIF_PROT_WRITE only cannot be mapped at all: the
  * CPU cannot map pages write-only (x86 reads through a PROT_WRITE mapping),
  * and reading it must stay refused as it is for scif_vreadfrom.
  */
-static int t_wronly(void) {
-    struct mp m;
+TEST_F(mp, wronly) {
     uint8_t *u = map_anon(PAGE);
 
-    CHECK(u && setup(&m, 0, 0, SCIF_PROT_WRITE) == 0);
-    CHECK_ERR(scif_vreadfrom(m.cli, u, PAGE, WOFF, SCIF_RMA_SYNC), EACCES);
-    CHECK_ERR(scif_mmap(NULL, PAGE, SCIF_PROT_WRITE, 0, m.cli, WOFF), EACCES);
-    CHECK_ERR(scif_mmap(NULL, PAGE, RW, 0, m.cli, WOFF), EACCES);
-    CHECK_ERR(scif_mmap(NULL, PAGE, SCIF_PROT_READ, 0, m.cli, WOFF), EACCES);
-    CHECK_ERR(scif_mmap(NULL, PAGE, 0, 0, m.cli, WOFF), EACCES);
-    CHECK_ERR(mmap(NULL, PAGE, PROT_WRITE, MAP_SHARED, m.cli, WOFF), EACCES);
-    CHECK(scif_vwriteto(m.cli, u, PAGE, WOFF, SCIF_RMA_SYNC) == 0);
+    CHECK(u);
+    CHECK_ERR(scif_vreadfrom(self->cli, u, PAGE, WOFF, SCIF_RMA_SYNC), EACCES);
+    CHECK_ERR(scif_mmap(NULL, PAGE, SCIF_PROT_WRITE, 0, self->cli, WOFF), EACCES);
+    CHECK_ERR(scif_mmap(NULL, PAGE, RW, 0, self->cli, WOFF), EACCES);
+    CHECK_ERR(scif_mmap(NULL, PAGE, SCIF_PROT_READ, 0, self->cli, WOFF), EACCES);
+    CHECK_ERR(scif_mmap(NULL, PAGE, 0, 0, self->cli, WOFF), EACCES);
+    CHECK_ERR(mmap(NULL, PAGE, PROT_WRITE, MAP_SHARED, self->cli, WOFF), EACCES);
+    CHECK(scif_vwriteto(self->cli, u, PAGE, WOFF, SCIF_RMA_SYNC) == 0);
     return KSFT_PASS;
 }
+TEST_F_VARIANT(mp, wronly, wronly);
 
 /*
  * scif_register() whose result cannot be written back removes the window
@@ -436,7 +433,7 @@ static int t_wronly(void) {
  * so that both can happen while the window exists.
  */
 struct regfault {
-    struct mp m;
+    struct mp_fixture m;
     int unreg; /* 1: unregister it instead of mapping it */
     int uffd;
     void *wp_page; /* holds out_offset, write-protected */
@@ -485,7 +482,8 @@ static int reg_efault(int unreg) {
     pthread_t th;
     int ret;
 
-    CHECK(win && setup(&r.m, 0, 0, RW) == 0);
+    memset(&r.m, 0, sizeof(r.m));
+    CHECK(win && mp_setup(&r.m, NULL) == KSFT_PASS);
     memset(win, 0x77, PAGE);
     arg = map_anon(2 * PAGE);
     CHECK(arg);
@@ -559,10 +557,11 @@ static int t_td_counters(void) {
 
     CHECK(pid >= 0);
     if (pid == 0) {
-        struct mp m;
+        struct mp_fixture m;
         uint8_t *p;
 
-        if (setup(&m, 0, 0, RW))
+        memset(&m, 0, sizeof(m));
+        if (mp_setup(&m, NULL) != KSFT_PASS)
             _exit(1);
         p = scif_mmap(NULL, 8 * PAGE, RW, 0, m.cli, WOFF);
         if (p == SCIF_MMAP_FAILED)
@@ -698,19 +697,21 @@ static int t_tmpfs_node(void) {
 }
 
 static const struct scif_test tests[] = {
-    {"mapping shares memory with the peer window (loopback)", t_share_loop, 0},
-    {"mapping shares memory with the peer window (node 1)", t_share_node, 0},
-    {"protection can only narrow: EACCES, mprotect refused", t_prot, 0},
-    {"a write-only window cannot be mapped (EACCES), like scif_vreadfrom", t_wronly, 0},
-    {"ENOTCONN, ENXIO, EINVAL (MAP_PRIVATE)", t_errors, 0},
-    {"unregister keeps the mapping on the window's pages; RMA there gets ENXIO", t_unreg_keeps, 0},
-    {"a mapped unregistered window keeps its offsets until the last munmap", t_unreg_reserved, 0},
-    {"mprotect split, partial munmap, mremap keep the windows until the last part goes", t_split,
+    {"mapping shares memory with the peer window (loopback)", FIXTURE_FN(mp, share, loopback), 0},
+    {"mapping shares memory with the peer window (node 1)", FIXTURE_FN(mp, share, node), 0},
+    {"protection can only narrow: EACCES, mprotect refused", FIXTURE_FN(mp, prot, rdonly), 0},
+    {"a write-only window cannot be mapped (EACCES), like scif_vreadfrom",
+     FIXTURE_FN(mp, wronly, wronly), 0},
+    {"ENOTCONN, ENXIO, EINVAL (MAP_PRIVATE)", mp_errors, 0},
+    {"unregister keeps the mapping on the window's pages; RMA there gets ENXIO", mp_unreg_keeps, 0},
+    {"a mapped unregistered window keeps its offsets until the last munmap", mp_unreg_reserved, 0},
+    {"mprotect split, partial munmap, mremap keep the windows until the last part goes", mp_split,
      0},
-    {"owner closes: the mapping keeps working until munmap", t_owner_close, 0},
-    {"closing the mapping descriptor keeps the mapping until munmap", t_own_close, 0},
+    {"owner closes: the mapping keeps working until munmap", mp_owner_close, 0},
+    {"closing the mapping descriptor keeps the mapping until munmap", mp_own_close, 0},
     {"owner process dies: the mapping keeps its pages, munmap releases them", t_owner_death, 0},
-    {"owner's node lost: the mapping keeps working until munmap", t_node_lost, 0},
+    {"owner's node lost: the mapping keeps working until munmap", FIXTURE_FN(mp, node_lost, node),
+     0},
     {"exit with a live mapping: counters return to zero", t_td_counters, 0},
     {"register failing to write its offset back while mapped: the mapping keeps it",
      t_reg_efault_mapped, 0},
