@@ -12,13 +12,22 @@
  *   scif_vreadfrom, scif_readfrom, scif_vwriteto (CPU: SCIF_RMA_USECPU,
  *   DMA: the module's dmaengine channel, "n/a" when it has none),
  *   process_vm_readv (CMA) from the child, memcpy within the parent,
- * and prints bandwidths with the ratio RMA / CMA.  Then registration cost
- * per page next to mlock/munlock of the same memory.
+ * and the kernel copy reference: the kernel copying between two pinned
+ * buffers of the parent with memcpy between kmapped pages, timed in the
+ * kernel (test-only module kernel/test/scif_copyref.ko; "n/a" without it).
+ * It prints bandwidths with the ratio RMA / CMA, then every RMA figure as a
+ * ratio to the kernel copy reference, then the latency of a 4 KiB
+ * synchronous scif_vreadfrom next to a 4 KiB process_vm_readv (median and
+ * 99th percentile), then registration cost per page next to mlock/munlock
+ * of the same memory.
  *
  * usage: rma_bench [max_size_MiB]      (default 64)
+ * RMA_BENCH_THP=1 in the environment backs every buffer (windows too) with
+ * transparent huge pages (madvise MADV_HUGEPAGE).
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -56,6 +65,9 @@ static void *map_buf(size_t len) {
 
     if (p == MAP_FAILED)
         die("mmap");
+    /* RMA_BENCH_THP=1: back every buffer and window with huge pages. */
+    if (getenv("RMA_BENCH_THP") && madvise(p, len, MADV_HUGEPAGE))
+        die("madvise");
     memset(p, 0x33, len);
     return p;
 }
@@ -112,6 +124,47 @@ static int dma_channel_present(void) {
 }
 
 enum kind { K_VREAD, K_READ, K_VWRITE, K_CMA, K_MEMCPY };
+
+#define COPYREF "/sys/kernel/debug/scif_copyref/copy"
+
+/*
+ * MB/s of the kernel copying len bytes from src to dst (both pinned by
+ * scif_copyref.ko for the measurement), best of 3; -1 without the module.
+ * mode 0: memcpy page by page; 1: aliased page pairs through a bounce
+ * buffer, as scif.ko does (docs/rma.md).
+ */
+static double kcopy_bw(const void *src, void *dst, size_t len, int mode) {
+    unsigned long reps = (64 * MiB) / len;
+    double best = -1;
+    int round;
+
+    if (reps < 2)
+        reps = 2;
+    if (reps > 10000)
+        reps = 10000;
+    for (round = 0; round < 3; round++) {
+        char cmd[96], out[32];
+        unsigned long long ns;
+        ssize_t n;
+        int fd = open(COPYREF, O_RDWR);
+
+        if (fd < 0)
+            return -1;
+        snprintf(cmd, sizeof(cmd), "%lx %lx %zu %lu %d", (unsigned long)(uintptr_t)src,
+                 (unsigned long)(uintptr_t)dst, len, reps, mode);
+        if (write(fd, cmd, strlen(cmd)) != (ssize_t)strlen(cmd) ||
+            (n = pread(fd, out, sizeof(out) - 1, 0)) <= 0) {
+            close(fd);
+            return -1;
+        }
+        close(fd);
+        out[n] = '\0';
+        ns = strtoull(out, NULL, 10);
+        if (ns && reps * len / (ns * 1e-9) / 1e6 > best)
+            best = reps * len / (ns * 1e-9) / 1e6;
+    }
+    return best;
+}
 
 struct ctx {
     scif_epd_t ep;
@@ -173,6 +226,77 @@ static void print_bw(double v) {
         printf(" %9.0f", v);
 }
 
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/* Median and 99th percentile (us) of n single 4 KiB calls of kind k. */
+#define LAT_N 2000
+static int lat4k(struct ctx *c, enum kind k, int flags, double *med, double *p99) {
+    static double t[LAT_N];
+    int i;
+
+    if (one(c, k, 4096, flags))
+        return -1;
+    for (i = 0; i < LAT_N; i++) {
+        double a = now();
+
+        if (one(c, k, 4096, flags))
+            return -1;
+        t[i] = (now() - a) * 1e6;
+    }
+    qsort(t, LAT_N, sizeof(t[0]), cmp_double);
+    *med = t[LAT_N / 2];
+    *p99 = t[LAT_N * 99 / 100];
+    return 0;
+}
+
+static void lat_table(struct ctx *c) {
+    static const struct {
+        const char *name;
+        enum kind k;
+        int flags;
+    } rows[] = {
+        {"scif_vreadfrom SYNC|USECPU", K_VREAD, SCIF_RMA_SYNC | SCIF_RMA_USECPU},
+        {"scif_vreadfrom SYNC|USECPU|USECACHE", K_VREAD,
+         SCIF_RMA_SYNC | SCIF_RMA_USECPU | SCIF_RMA_USECACHE},
+        {"scif_readfrom SYNC|USECPU", K_READ, SCIF_RMA_SYNC | SCIF_RMA_USECPU},
+        {"process_vm_readv", K_CMA, 0},
+    };
+    double med[4], p99[4];
+    unsigned i;
+
+    printf("\n4 KiB latency in us (%d calls each; ratio = median / process_vm_readv's):\n", LAT_N);
+    printf("  %-36s %9s %9s %7s\n", "call", "median", "p99", "ratio");
+    for (i = 0; i < 4; i++)
+        if (lat4k(c, rows[i].k, rows[i].flags, &med[i], &p99[i]))
+            med[i] = p99[i] = -1;
+    for (i = 0; i < 4; i++) {
+        printf("  %-36s %9.2f %9.2f", rows[i].name, med[i], p99[i]);
+        if (med[i] > 0 && med[3] > 0)
+            printf(" %7.2f\n", med[i] / med[3]);
+        else
+            printf(" %7s\n", "n/a");
+    }
+}
+
+static void print_size(size_t len) {
+    if (len >= MiB)
+        printf("%6zu MiB", len / MiB);
+    else
+        printf("%6zu KiB", len / 1024);
+}
+
+/* a / b, or n/a when either is missing. */
+static void print_ratio(double a, double b) {
+    if (a < 0 || b <= 0)
+        printf(" %9s", "n/a");
+    else
+        printf(" %9.2f", a / b);
+}
+
 static void reg_cost(struct ctx *c) {
     const size_t len = 16 * MiB;
     const unsigned long pages = len / 4096;
@@ -221,6 +345,11 @@ int main(int argc, char **argv) {
     struct scif_portID dst;
     struct hello h;
     struct ctx c;
+    struct {
+        size_t len;
+        double v[12];
+    } rows[16];
+    unsigned i, j, nrows;
     size_t len;
     char r;
 
@@ -267,42 +396,61 @@ int main(int argc, char **argv) {
            dma > 0
                ? "yes"
                : (dma == 0 ? "none (DMA columns use the CPU fallback)" : "unknown (no debugfs)"));
-    printf("bandwidth in MB/s (best of 3); ratio = RMA CPU / process_vm_readv\n\n");
-    printf("%9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %7s %7s %7s\n", "size", "vread", "vread",
-           "vread", "read", "read", "vwrite", "vwrite", "CMA", "memcpy", "vread/", "read/",
-           "vwrite/");
-    printf("%9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %7s %7s %7s\n", "", "CPU", "CPU+cache", "DMA",
-           "CPU", "DMA", "CPU", "DMA", "readv", "", "CMA", "CMA", "CMA");
+    printf("bandwidth in MB/s (best of 3); ratio = RMA CPU / process_vm_readv;\n"
+           "kcopy = kernel copy reference, memcpy between pinned pages, plain and with\n"
+           "aliased pages bounced (%s)\n\n",
+           access(COPYREF, W_OK) ? "n/a: load kernel/test/scif_copyref.ko" : "scif_copyref.ko");
+    printf("%9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %7s %7s %7s\n", "size", "vread",
+           "vread", "vread", "read", "read", "vwrite", "vwrite", "CMA", "memcpy", "kcopy", "kcopy",
+           "vread/", "read/", "vwrite/");
+    printf("%9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %7s %7s %7s\n", "", "CPU", "CPU+cache",
+           "DMA", "CPU", "DMA", "CPU", "DMA", "readv", "", "plain", "bounce", "CMA", "CMA", "CMA");
+    nrows = 0;
     for (len = 4096; len <= max_size; len *= 4) {
-        double vr = bw(&c, K_VREAD, len, SCIF_RMA_SYNC | SCIF_RMA_USECPU);
-        double vrc = bw(&c, K_VREAD, len, SCIF_RMA_SYNC | SCIF_RMA_USECPU | SCIF_RMA_USECACHE);
-        double vrd = dma > 0 ? bw(&c, K_VREAD, len, SCIF_RMA_SYNC) : -1;
-        double rd = bw(&c, K_READ, len, SCIF_RMA_SYNC | SCIF_RMA_USECPU);
-        double rdd = dma > 0 ? bw(&c, K_READ, len, SCIF_RMA_SYNC) : -1;
-        double vw = bw(&c, K_VWRITE, len, SCIF_RMA_SYNC | SCIF_RMA_USECPU);
-        double vwd = dma > 0 ? bw(&c, K_VWRITE, len, SCIF_RMA_SYNC) : -1;
-        double cma = bw(&c, K_CMA, len, 0);
-        double mc = bw(&c, K_MEMCPY, len, 0);
+        double *r = rows[nrows].v;
 
-        if (len >= MiB)
-            printf("%6zu MiB", len / MiB);
-        else
-            printf("%6zu KiB", len / 1024);
-        print_bw(vr);
-        print_bw(vrc);
-        print_bw(vrd);
-        print_bw(rd);
-        print_bw(rdd);
-        print_bw(vw);
-        print_bw(vwd);
-        print_bw(cma);
-        print_bw(mc);
-        printf(" %7.2f %7.2f %7.2f\n", vr / cma, rd / cma, vw / cma);
+        rows[nrows].len = len;
+        r[0] = bw(&c, K_VREAD, len, SCIF_RMA_SYNC | SCIF_RMA_USECPU);
+        r[1] = bw(&c, K_VREAD, len, SCIF_RMA_SYNC | SCIF_RMA_USECPU | SCIF_RMA_USECACHE);
+        r[2] = dma > 0 ? bw(&c, K_VREAD, len, SCIF_RMA_SYNC) : -1;
+        r[3] = bw(&c, K_READ, len, SCIF_RMA_SYNC | SCIF_RMA_USECPU);
+        r[4] = dma > 0 ? bw(&c, K_READ, len, SCIF_RMA_SYNC) : -1;
+        r[5] = bw(&c, K_VWRITE, len, SCIF_RMA_SYNC | SCIF_RMA_USECPU);
+        r[6] = dma > 0 ? bw(&c, K_VWRITE, len, SCIF_RMA_SYNC) : -1;
+        r[7] = bw(&c, K_CMA, len, 0);
+        r[8] = bw(&c, K_MEMCPY, len, 0);
+        r[9] = kcopy_bw(c.src, c.ubuf, len, 0);
+        r[10] = kcopy_bw(c.src, c.ubuf, len, 1);
+        r[11] = r[10] > r[9] ? r[10] : r[9];
+
+        print_size(len);
+        for (i = 0; i < 11; i++)
+            print_bw(r[i]);
+        printf(" %7.2f %7.2f %7.2f\n", r[0] / r[7], r[3] / r[7], r[5] / r[7]);
+        nrows++;
         if (len == max_size)
             break;
         if (len * 4 > max_size)
             len = max_size / 4;
     }
+    printf(
+        "\nratio to the kernel copy reference (RMA MB/s / the better kcopy; goal >= 0.80 from 1 "
+        "MiB),\n"
+        "and read/vread (scif_readfrom CPU / scif_vreadfrom CPU; goal >= 0.90 from 64 KiB):\n\n");
+    printf("%9s %9s %9s %9s %9s %9s %9s %9s %9s\n", "size", "vread", "vread", "vread", "read",
+           "read", "vwrite", "vwrite", "read/");
+    printf("%9s %9s %9s %9s %9s %9s %9s %9s %9s\n", "", "CPU", "CPU+cache", "DMA", "CPU", "DMA",
+           "CPU", "DMA", "vread");
+    for (j = 0; j < nrows; j++) {
+        double *r = rows[j].v;
+
+        print_size(rows[j].len);
+        for (i = 0; i < 7; i++)
+            print_ratio(r[i], r[11]);
+        print_ratio(r[3], r[0]);
+        printf("\n");
+    }
+    lat_table(&c);
     reg_cost(&c);
 
     if (write(to_child[1], "q", 1) != 1)

@@ -24,6 +24,7 @@
 #include <linux/moduleparam.h>
 #include <linux/rwsem.h>
 #include <linux/sched.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include "scif_rma_priv.h"
@@ -54,6 +55,7 @@ static struct {
 	atomic_t nbatches;
 	atomic64_t dma_bytes;
 	atomic64_t cpu_bytes;
+	atomic64_t cpu_bounced;		/* of cpu_bytes: aliased, bounced */
 	atomic64_t dma_fallbacks;
 	atomic64_t resets;
 } scif_dma = {
@@ -102,27 +104,125 @@ MODULE_PARM_DESC(dma_timeout_ms,
 
 /* ---- CPU mover ---- */
 
+/*
+ * Bytes from byte offset @off of @pv that lie in physically contiguous
+ * pages (a huge page, or adjacent small pages), at most @max.  On
+ * HIGHMEM configurations only pages mapped one at a time are used, so a
+ * run never leaves its page.
+ */
+static size_t scif_cpu_run(struct scif_pgvec *pv, size_t off, size_t max)
+{
+	struct page **p = &pv->pages[off >> PAGE_SHIFT];
+	size_t run = PAGE_SIZE - (off & ~PAGE_MASK);
+	unsigned long pfn = page_to_pfn(p[0]);
+
+	if (IS_ENABLED(CONFIG_HIGHMEM))
+		return min(run, max);
+	while (run < max && page_to_pfn(*++p) == ++pfn)
+		run += PAGE_SIZE;
+	return min(run, max);
+}
+
+/*
+ * Kernel addresses that fall in the same set of a small direct-mapped
+ * translation cache: QEMU's TCG soft TLB is direct mapped, at least 64
+ * entries of 4 KiB, so two addresses a multiple of 256 KiB apart (the
+ * common case for two buffers the page allocator handed out in 2 MiB
+ * blocks) evict each other on every alternating load and store of a
+ * memcpy, which then runs about 10x slower (docs/rma.md).
+ */
+#define SCIF_ALIAS_SPAN		SZ_256K
+#define SCIF_BOUNCE		256
+
+static bool scif_alias(const void *a, const void *b)
+{
+	return !(((unsigned long)a ^ (unsigned long)b) &
+		 (SCIF_ALIAS_SPAN - 1) & PAGE_MASK);
+}
+
+/*
+ * Copy @len bytes in pieces of at most @max, so that the compiler inlines
+ * each one as the plain string move it uses for short bounded copies (out
+ * of line, x86 memcpy is "rep movsb" on ERMS CPUs, about 8x slower than
+ * "rep movsq" under TCG).
+ */
+static __always_inline void scif_cpu_pieces(u8 *dst, const u8 *src,
+					    size_t len, size_t max)
+{
+	size_t n;
+
+	for (; len; len -= n, src += n, dst += n) {
+		n = min(len, max);
+		memcpy(dst, src, n);
+	}
+}
+
+/*
+ * The copy of an aliased run (see above): through a small stack buffer
+ * that aliases neither side, so that each pass alternates between two
+ * translations that can coexist.  Out of line: only this path pays for
+ * the buffer (which the kernel may zero on entry).  Returns false when
+ * the buffer itself aliases, and then copies directly.
+ */
+static noinline bool scif_cpu_bounce(u8 *dst, const u8 *src, size_t len)
+{
+	u8 bounce[SCIF_BOUNCE] __aligned(SCIF_RMA_CACHELINE);
+	size_t n;
+
+	if (scif_alias(bounce, src) || scif_alias(bounce, dst)) {
+		scif_cpu_pieces(dst, src, len, PAGE_SIZE);
+		return false;
+	}
+	for (; len; len -= n, src += n, dst += n) {
+		n = min_t(size_t, len, SCIF_BOUNCE);
+		memcpy(bounce, src, n);
+		memcpy(dst, bounce, n);
+	}
+	return true;
+}
+
+/* Copy one contiguous run; returns whether it bounced. */
+static bool scif_cpu_memcpy(u8 *dst, const u8 *src, size_t len)
+{
+	if (len >= SCIF_BOUNCE && scif_alias(dst, src))
+		return scif_cpu_bounce(dst, src, len);
+	scif_cpu_pieces(dst, src, len, PAGE_SIZE);
+	return false;
+}
+
+/*
+ * Copy whole physically contiguous runs of both sides at a time (up to
+ * 1 MiB, then a reschedule point): one memcpy per run pair, one look at
+ * each page only to find where a run ends (HIGHMEM: page by page under
+ * kmap_local_page()).
+ */
 void scif_copy_cpu(struct scif_pgvec *dst, struct scif_pgvec *src,
 		   size_t off, size_t len)
 {
 	size_t s = src->first_off + off, d = dst->first_off + off;
-	unsigned int n = 0;
+	size_t done = 0;
 
 	atomic64_add(len, &scif_dma.cpu_bytes);
 	while (len) {
-		size_t so = s & ~PAGE_MASK, dof = d & ~PAGE_MASK;
-		size_t chunk = min3(len, PAGE_SIZE - so, PAGE_SIZE - dof);
-		u8 *sp = kmap_local_page(src->pages[s >> PAGE_SHIFT]);
-		u8 *dp = kmap_local_page(dst->pages[d >> PAGE_SHIFT]);
+		size_t chunk = scif_cpu_run(src, s, min_t(size_t, len, SZ_1M));
+		u8 *sp, *dp;
 
-		memcpy(dp + dof, sp + so, chunk);
+		chunk = scif_cpu_run(dst, d, chunk);
+		sp = kmap_local_page(src->pages[s >> PAGE_SHIFT]);
+		dp = kmap_local_page(dst->pages[d >> PAGE_SHIFT]);
+		if (scif_cpu_memcpy(dp + (d & ~PAGE_MASK),
+				    sp + (s & ~PAGE_MASK), chunk))
+			atomic64_add(chunk, &scif_dma.cpu_bounced);
 		kunmap_local(dp);
 		kunmap_local(sp);
 		s += chunk;
 		d += chunk;
 		len -= chunk;
-		if (!(++n & 255))
+		done += chunk;
+		if (done >= SZ_1M) {
+			done = 0;
 			cond_resched();
+		}
 	}
 }
 
@@ -511,6 +611,8 @@ static int scif_dbg_dma_show(struct seq_file *s, void *unused)
 		   (long long)atomic64_read(&scif_dma.dma_bytes),
 		   (long long)atomic64_read(&scif_dma.cpu_bytes),
 		   (long long)atomic64_read(&scif_dma.dma_fallbacks));
+	seq_printf(s, "cpu_bounced %lld\n",
+		   (long long)atomic64_read(&scif_dma.cpu_bounced));
 	seq_printf(s, "resets %lld\nbatches %d\nqueue_max %d\n",
 		   (long long)atomic64_read(&scif_dma.resets),
 		   atomic_read(&scif_dma.nbatches),
@@ -523,6 +625,7 @@ int scif_dma_init(struct dentry *dbg)
 {
 	atomic64_set(&scif_dma.dma_bytes, 0);
 	atomic64_set(&scif_dma.cpu_bytes, 0);
+	atomic64_set(&scif_dma.cpu_bounced, 0);
 	atomic64_set(&scif_dma.dma_fallbacks, 0);
 	atomic64_set(&scif_dma.resets, 0);
 	atomic_set(&scif_dma.nbatches, 0);

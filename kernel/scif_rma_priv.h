@@ -211,6 +211,9 @@ struct scif_pgvec {
  * One RMA.  Holds references on both endpoints, on every window it
  * touches, and on the user pages it pinned (or a cache entry), until it
  * completes.  Linked on the initiator's rma->inflight under fence_lock.
+ * A transfer that completes before its ioctl returns (everything but an
+ * asynchronous DMA transfer) lives in the ioctl's stack frame (onstack),
+ * others are allocated and freed by their last user.
  */
 struct scif_xfer {
 	struct list_head qlink;		/* on rma->queue (async) */
@@ -233,6 +236,8 @@ struct scif_xfer {
 	unsigned int nwins;
 	unsigned int wins_cap;
 	struct page **upages;		/* per call user pins */
+	struct page *upages_inline[2];	/* upages of a range of <= 2 pages */
+	bool onstack;			/* synchronous: the caller's frame */
 	unsigned long nupages;
 	bool upages_dirty;
 	struct mm_struct *mm;		/* async: mmgrab()ed, charged */

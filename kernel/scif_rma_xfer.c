@@ -70,7 +70,8 @@ static void scif_xfer_release_user(struct scif_xfer *x)
 {
 	if (x->upages) {
 		scif_unpin_user(x->upages, x->nupages, x->upages_dirty);
-		kvfree(x->upages);
+		if (x->upages != x->upages_inline)
+			kvfree(x->upages);
 		x->upages = NULL;
 	}
 	if (x->mm) {
@@ -105,7 +106,8 @@ static void scif_xfer_free(struct scif_xfer *x)
 	kvfree(x->dst_alloc);
 	scif_ep_put(x->peer);
 	scif_ep_put(x->ep);
-	kfree(x);
+	if (!x->onstack)
+		kfree(x);
 }
 
 /*
@@ -312,13 +314,17 @@ static int scif_xfer_user(struct scif_xfer *x, u64 addr, size_t len,
 		x->charged = npages;
 		gup |= FOLL_LONGTERM;
 	}
-	x->upages = kvmalloc_array(npages, sizeof(*x->upages),
-				   GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+	if (npages <= ARRAY_SIZE(x->upages_inline))
+		x->upages = x->upages_inline;
+	else
+		x->upages = kvmalloc_array(npages, sizeof(*x->upages),
+					   GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 	if (!x->upages)
 		return -ENOMEM;
 	err = scif_pin_user(start, npages, gup, x->upages);
 	if (err) {
-		kvfree(x->upages);
+		if (x->upages != x->upages_inline)
+			kvfree(x->upages);
 		x->upages = NULL;
 		return err == -ENOMEM ? err : -EFAULT;
 	}
@@ -333,9 +339,9 @@ long scif_rma_copy_ioctl(struct scif_endpt *ep, unsigned int cmd,
 {
 	struct scifioctl_copy c;
 	struct scif_endpt *peer;
-	struct scif_xfer *x;
+	struct scif_xfer *x, xs;
 	int err, n, max;
-	bool async;
+	bool async, dma;
 
 	if (copy_from_user(&c, uarg, sizeof(c)))
 		return -EFAULT;
@@ -344,10 +350,25 @@ long scif_rma_copy_ioctl(struct scif_endpt *ep, unsigned int cmd,
 	err = scif_ep_get_peer(ep, &peer);
 	if (err)
 		return err;
-	x = kzalloc(sizeof(*x), GFP_KERNEL_ACCOUNT);
-	if (!x) {
-		scif_ep_put(peer);
-		return -ENOMEM;
+	/* Loopback within a node is a CPU copy, as in Intel's driver. */
+	dma = !(c.flags & SCIF_ABI_RMA_USECPU) && c.len >= SCIF_DMA_MIN &&
+	      scif_ep_node(ep) != scif_ep_node(peer) && scif_dma_available();
+	async = dma && !(c.flags & SCIF_ABI_RMA_SYNC);
+	/*
+	 * A transfer that completes before the call returns lives on the
+	 * stack: no allocation on the synchronous path (a small v* range uses
+	 * the inline page array too).
+	 */
+	if (async) {
+		x = kzalloc(sizeof(*x), GFP_KERNEL_ACCOUNT);
+		if (!x) {
+			scif_ep_put(peer);
+			return -ENOMEM;
+		}
+	} else {
+		x = &xs;
+		memset(x, 0, sizeof(*x));
+		x->onstack = true;
 	}
 	scif_ep_get(ep);
 	x->ep = ep;
@@ -364,10 +385,7 @@ long scif_rma_copy_ioctl(struct scif_endpt *ep, unsigned int cmd,
 		err = c.len ? -ENXIO : 0;
 		goto fail;
 	}
-	/* Loopback within a node is a CPU copy, as in Intel's driver. */
-	x->dma = !(c.flags & SCIF_ABI_RMA_USECPU) && c.len >= SCIF_DMA_MIN &&
-		 scif_ep_node(ep) != scif_ep_node(peer) && scif_dma_available();
-	async = x->dma && !(c.flags & SCIF_ABI_RMA_SYNC);
+	x->dma = dma;
 	/* Nothing done yet: a signal restarts the call (SA_RESTART). */
 	if (async &&
 	    wait_event_interruptible(x->rma->fence_wq, scif_slot_take(x))) {

@@ -14,11 +14,14 @@ RMA_PROGS = \
 	rma/mmap_test \
 	rma/signal_test \
 	rma/soak_test \
-	rma/teardown_test
+	rma/teardown_test \
+	rma/thp_test
 noinst_PROGRAMS += $(RMA_PROGS)
 noinst_HEADERS += rma/rma_test.h
 VM_SELFTESTS += $(RMA_PROGS)
 
+rma_thp_test_SOURCES = rma/thp_test.c
+rma_thp_test_LDADD = $(SELFTEST_LDADD)
 rma_data_test_SOURCES = rma/data_test.c
 rma_data_test_LDADD = $(SELFTEST_LDADD)
 rma_dma_test_SOURCES = rma/dma_test.c
