@@ -197,7 +197,8 @@ bool scif_dma_available(void)
  * Bounds: at most SCIF_DMA_BATCH descriptors per batch, and a mapping is
  * made only once its predecessor on the same side is used up by a
  * descriptor, so at most SCIF_DMA_BATCH + 2 mappings (SCIF_DMA_MAPS); a run
- * is at most SCIF_DMA_RUN_MAX bytes.
+ * is at most SCIF_DMA_RUN_MAX bytes, and no longer than the device can map
+ * at once (dma_max_mapping_size(): swiotlb bounce buffers limit it).
  */
 #define SCIF_DMA_MAPS		(SCIF_DMA_BATCH + 2)
 #define SCIF_DMA_RUN_MAX	(1UL << 30)
@@ -239,6 +240,7 @@ struct scif_dma_batch {
 	bool failed;			/* ... reporting an error */
 	bool armed;			/* a descriptor with the callback is in */
 	struct device *dev;
+	size_t run_max;			/* longest run mapped at once */
 	unsigned int nmaps;		/* mapped runs in m[] */
 	unsigned int npieces;		/* pieces cut in p[] */
 	unsigned int nsubmitted;	/* descriptors submitted */
@@ -290,17 +292,17 @@ static void scif_dma_callback(void *arg, const struct dmaengine_result *res)
 }
 
 /*
- * Bytes (at most @want and SCIF_DMA_RUN_MAX) from byte @pos of @v on
- * physically contiguous pages.
+ * Bytes (at most @want and @b->run_max) from byte @pos of @v on physically
+ * contiguous pages.
  */
-static size_t scif_dma_run(const struct scif_pgvec *v, size_t pos,
-			   size_t want)
+static size_t scif_dma_run(const struct scif_dma_batch *b,
+			   const struct scif_pgvec *v, size_t pos, size_t want)
 {
 	struct page **pg = &v->pages[pos >> PAGE_SHIFT];
 	unsigned long pfn = page_to_pfn(pg[0]), i = 1;
 	size_t run;
 
-	want = min(want, SCIF_DMA_RUN_MAX);
+	want = min(want, b->run_max);
 	run = min(want, PAGE_SIZE - (pos & ~PAGE_MASK));
 	while (run < want && page_to_pfn(pg[i]) == pfn + i) {
 		run += min(want - run, PAGE_SIZE);
@@ -390,7 +392,7 @@ static int scif_dma_next_run(struct scif_dma_batch *b, struct scif_pgvec *v,
 			     enum dma_data_direction dir, dma_addr_t *addr,
 			     size_t *left)
 {
-	size_t n = scif_dma_run(v, pos, want);
+	size_t n = scif_dma_run(b, v, pos, want);
 	int err;
 
 	err = scif_dma_map_chunk(b, v->pages[pos >> PAGE_SHIFT],
@@ -506,6 +508,9 @@ static int scif_dma_batch(struct dma_chan *chan, struct scif_pgvec *dst,
 	b->failed = false;
 	b->armed = false;
 	b->dev = chan->device->dev;
+	/* What the device can map at once (bounce buffers limit it). */
+	b->run_max = clamp_t(size_t, dma_max_mapping_size(b->dev), PAGE_SIZE,
+			     SCIF_DMA_RUN_MAX);
 	b->nmaps = 0;
 	b->npieces = 0;
 	b->nsubmitted = 0;
