@@ -190,9 +190,10 @@ bool scif_dma_available(void)
  * overlap.  Only the batch's last descriptor carries a completion callback
  * and an interrupt, and the batch is started by one issue_pending: the
  * descriptors of one DMA_MEMCPY channel complete in cookie (submission)
- * order, so when the last one called back every one before it has run; an
- * engine that fails a descriptor aborts the ones after it and reports that
- * to the last one's callback.
+ * order, so when the last one called back every one before it has run.
+ * An engine that fails a descriptor is expected to abort the ones after it
+ * and report that to the last one's callback (as ioatdma does); the
+ * software test channel never fails a descriptor it accepted.
  *
  * Bounds: at most SCIF_DMA_BATCH descriptors per batch, and a mapping is
  * made only once its predecessor on the same side is used up by a
@@ -230,8 +231,8 @@ struct scif_dma_piece {
  * when the channel is dropped (scif_dma_drop_chan(), no copier active) the
  * batches left there are those whose descriptors were stopped by
  * dmaengine_terminate_sync() and never call back, and are freed there.
- * The fields but ref and link belong to the copier until it submitted the
- * armed descriptor; then only failed changes (callback) and done.
+ * The other fields are the copier's; the callback writes only failed and
+ * done (read by the copier after done completed).
  */
 struct scif_dma_batch {
 	struct kref ref;
