@@ -29,7 +29,7 @@
 #include <linux/string.h>
 #include "scif_rma_priv.h"
 
-/* Descriptors submitted before waiting for the batch. */
+/* Descriptors submitted before waiting for the batch (see below). */
 #define SCIF_DMA_BATCH		256
 
 /*
@@ -58,6 +58,9 @@ static struct {
 	atomic64_t cpu_bounced;		/* of cpu_bytes: aliased, bounced */
 	atomic64_t dma_fallbacks;
 	atomic64_t resets;
+	atomic64_t copies;		/* copies that used the channel */
+	atomic64_t descs;		/* descriptors they submitted */
+	atomic_t descs_last;		/* ... the last of them */
 } scif_dma = {
 	.reset_wq = __WAIT_QUEUE_HEAD_INITIALIZER(scif_dma.reset_wq),
 	.reset = __WORK_INITIALIZER(scif_dma.reset, scif_dma_reset_work),
@@ -279,48 +282,83 @@ bool scif_dma_available(void)
 	return have;
 }
 
-/* One mapped chunk of a batch; the pages are referenced (get_page). */
+/*
+ * A copy moves its range in batches.  A batch walks both page vectors,
+ * extends a run while the next page is physically the next one (huge pages
+ * and other contiguous memory give long runs), maps each run once and cuts
+ * one memcpy descriptor per piece where a source run and a destination run
+ * overlap.  Only the batch's last descriptor carries a completion callback
+ * and an interrupt, and the batch is started by one issue_pending: the
+ * descriptors of one DMA_MEMCPY channel complete in cookie (submission)
+ * order, so when the last one called back every one before it has run.
+ * An engine that fails a descriptor is expected to abort the ones after it
+ * and report that to the last one's callback (as ioatdma does); the
+ * software test channel never fails a descriptor it accepted.
+ *
+ * Bounds: at most SCIF_DMA_BATCH descriptors per batch, and a mapping is
+ * made only once its predecessor on the same side is used up by a
+ * descriptor, so at most SCIF_DMA_BATCH + 2 mappings (SCIF_DMA_MAPS); a run
+ * is at most SCIF_DMA_RUN_MAX bytes, and no longer than the device can map
+ * at once (dma_max_mapping_size(): swiotlb bounce buffers limit it).
+ */
+#define SCIF_DMA_MAPS		(SCIF_DMA_BATCH + 2)
+#define SCIF_DMA_RUN_MAX	(1UL << 30)
+
+/* A mapped run of contiguous pages, each referenced (get_page). */
 struct scif_dma_map {
+	dma_addr_t addr;
+	struct page *page;		/* the run's first page */
+	size_t len;
+	unsigned int npages;
+	enum dma_data_direction dir;
+};
+
+/* What one descriptor copies: where a source run and a destination run overlap. */
+struct scif_dma_piece {
 	dma_addr_t s, d;
-	struct page *sp, *dp;
-	u32 len;
+	size_t len;
 };
 
 /*
- * A batch of at most SCIF_DMA_BATCH descriptors.  It owns the DMA mappings
- * of its chunks and a reference on every page they touch, so nothing it
- * maps can be unmapped or freed while the engine may still access it, even
- * when the copier gave up waiting (signal, timeout).
+ * A batch owns its DMA mappings and a reference on every page they cover,
+ * so nothing it maps can be unmapped or freed while the engine may still
+ * access it, even when the copier gave up waiting (signal, timeout).
  *
- * Life time: kref, one for the copier until it stops waiting and one per
- * submitted descriptor until its completion callback ran.  The last put
- * (possibly from the engine's callback context) unmaps and frees it.  A
- * batch is on scif_dma.batches (scif_dma.lock) for its whole life: when
- * the channel is dropped (scif_dma_drop_chan(), no copier active) the
+ * Life time: kref, one for the copier until it stops waiting and one for
+ * the descriptor with the callback (armed) until that callback ran.  The
+ * last put (possibly from the engine's callback context) unmaps and frees
+ * it.  A batch is on scif_dma.batches (scif_dma.lock) for its whole life:
+ * when the channel is dropped (scif_dma_drop_chan(), no copier active) the
  * batches left there are those whose descriptors were stopped by
  * dmaengine_terminate_sync() and never call back, and are freed there.
+ * The other fields are the copier's; the callback writes only failed and
+ * done (read by the copier after done completed).
  */
 struct scif_dma_batch {
 	struct kref ref;
 	struct list_head link;
-	struct completion done;		/* every submitted descriptor ran */
-	atomic_t pending;		/* submitted, not called back; +1 bias */
-	bool failed;			/* a descriptor reported an error */
+	struct completion done;		/* the armed descriptor called back */
+	bool failed;			/* ... reporting an error */
+	bool armed;			/* a descriptor with the callback is in */
 	struct device *dev;
-	unsigned int n;			/* mapped chunks in m[] */
-	struct scif_dma_map m[SCIF_DMA_BATCH];
+	size_t run_max;			/* longest run mapped at once */
+	unsigned int nmaps;		/* mapped runs in m[] */
+	unsigned int npieces;		/* pieces cut in p[] */
+	unsigned int nsubmitted;	/* descriptors submitted */
+	struct scif_dma_map m[SCIF_DMA_MAPS];
+	struct scif_dma_piece p[SCIF_DMA_BATCH];
 };
 
 static void scif_dma_batch_destroy(struct scif_dma_batch *b)
 {
-	unsigned int i;
+	unsigned int i, j;
 
-	for (i = 0; i < b->n; i++) {
-		dma_unmap_page(b->dev, b->m[i].s, b->m[i].len, DMA_TO_DEVICE);
-		dma_unmap_page(b->dev, b->m[i].d, b->m[i].len,
-			       DMA_FROM_DEVICE);
-		put_page(b->m[i].sp);
-		put_page(b->m[i].dp);
+	for (i = 0; i < b->nmaps; i++) {
+		struct scif_dma_map *m = &b->m[i];
+
+		dma_unmap_page(b->dev, m->addr, m->len, m->dir);
+		for (j = 0; j < m->npages; j++)
+			put_page(nth_page(m->page, j));
 	}
 	kvfree(b);
 	atomic_dec(&scif_dma.nbatches);
@@ -343,128 +381,217 @@ static void scif_dma_batch_put(struct scif_dma_batch *b)
 	kref_put(&b->ref, scif_dma_batch_release);
 }
 
-/* Completion callback of every descriptor (any context, never sleeps). */
+/* Callback of a batch's armed descriptor (any context, never sleeps). */
 static void scif_dma_callback(void *arg, const struct dmaengine_result *res)
 {
 	struct scif_dma_batch *b = arg;
 
 	if (res && res->result != DMA_TRANS_NOERROR)
 		WRITE_ONCE(b->failed, true);
-	if (atomic_dec_and_test(&b->pending))
-		complete(&b->done);
+	complete(&b->done);
 	scif_dma_batch_put(b);
 }
 
 /*
- * Map chunk i (len bytes from sp+so to dp+dof) of batch b.  Noinline and
- * listed for fail_function, like scif_dma_queue_chunk(): the fallback
- * after a failed mapping is tested by selftests/rma/failfunc_test.
+ * Bytes (at most @want and @b->run_max) from byte @pos of @v on physically
+ * contiguous pages.
  */
-static noinline int scif_dma_map_chunk(struct scif_dma_batch *b, struct page *sp,
-			      size_t so, struct page *dp, size_t dof,
-			      size_t len)
+static size_t scif_dma_run(const struct scif_dma_batch *b,
+			   const struct scif_pgvec *v, size_t pos, size_t want)
 {
-	struct scif_dma_map *m = &b->m[b->n];
+	struct page **pg = &v->pages[pos >> PAGE_SHIFT];
+	unsigned long pfn = page_to_pfn(pg[0]), i = 1;
+	size_t run;
 
-	m->s = dma_map_page(b->dev, sp, so, len, DMA_TO_DEVICE);
-	if (dma_mapping_error(b->dev, m->s))
-		return -ENOMEM;
-	m->d = dma_map_page(b->dev, dp, dof, len, DMA_FROM_DEVICE);
-	if (dma_mapping_error(b->dev, m->d)) {
-		dma_unmap_page(b->dev, m->s, len, DMA_TO_DEVICE);
-		return -ENOMEM;
+	want = min(want, b->run_max);
+	run = min(want, PAGE_SIZE - (pos & ~PAGE_MASK));
+	while (run < want && page_to_pfn(pg[i]) == pfn + i) {
+		run += min(want - run, PAGE_SIZE);
+		i++;
 	}
-	get_page(sp);
-	get_page(dp);
-	m->sp = sp;
-	m->dp = dp;
+	return run;
+}
+
+/*
+ * Map the next run of batch b: @len bytes from byte @off of @page on, on
+ * contiguous pages.  Noinline and listed for fail_function, like
+ * scif_dma_queue_chunk(): the fallback after a failed mapping is tested by
+ * selftests/rma/failnth_test.
+ */
+static noinline int scif_dma_map_chunk(struct scif_dma_batch *b,
+				       struct page *page, size_t off,
+				       size_t len,
+				       enum dma_data_direction dir)
+{
+	struct scif_dma_map *m = &b->m[b->nmaps];
+	unsigned int i;
+
+	m->addr = dma_map_page(b->dev, page, off, len, dir);
+	if (dma_mapping_error(b->dev, m->addr))
+		return -ENOMEM;
+	m->page = page;
 	m->len = len;
-	b->n++;
+	m->dir = dir;
+	m->npages = DIV_ROUND_UP(off + len, PAGE_SIZE);
+	for (i = 0; i < m->npages; i++)
+		get_page(nth_page(page, i));
+	b->nmaps++;
 	return 0;
 }
 ALLOW_ERROR_INJECTION(scif_dma_map_chunk, ERRNO);
 
 /*
- * Prepare and submit the memcpy descriptor of mapped chunk @m of batch @b:
- * -ENOMEM when the channel has no descriptor, -EIO when it refuses the
- * submission (then its callback never runs and @b holds no reference for
- * it).
+ * Prepare and submit the memcpy descriptor of piece @p of batch @b, armed
+ * (callback, interrupt, a batch reference) when @last: -ENOMEM when the
+ * channel has no descriptor, -EIO when it refuses the submission (then it
+ * never runs).
  */
-static noinline int scif_dma_queue_chunk(struct dma_chan *chan,
-					 struct scif_dma_batch *b,
-					 struct scif_dma_map *m)
+static int scif_dma_prep_submit(struct dma_chan *chan,
+				struct scif_dma_batch *b,
+				const struct scif_dma_piece *p, bool last)
 {
 	struct dma_async_tx_descriptor *tx;
 	dma_cookie_t cookie;
 
-	tx = dmaengine_prep_dma_memcpy(chan, m->d, m->s, m->len,
-				       DMA_CTRL_ACK | DMA_PREP_INTERRUPT);
+	tx = dmaengine_prep_dma_memcpy(chan, p->d, p->s, p->len,
+				       DMA_CTRL_ACK |
+				       (last ? DMA_PREP_INTERRUPT : 0));
 	if (!tx)
 		return -ENOMEM;
-	tx->callback_result = scif_dma_callback;
-	tx->callback_param = b;
-	kref_get(&b->ref);
-	atomic_inc(&b->pending);
+	if (last) {
+		tx->callback_result = scif_dma_callback;
+		tx->callback_param = b;
+		kref_get(&b->ref);
+	}
 	cookie = dmaengine_submit(tx);
 	if (dma_submit_error(cookie)) {
-		atomic_dec(&b->pending);
-		kref_put(&b->ref, scif_dma_batch_release);
+		if (last)
+			scif_dma_batch_put(b);	/* the copier holds one */
 		return -EIO;
 	}
+	b->armed |= last;
+	b->nsubmitted++;
 	return 0;
+}
+
+/* The same, as a fail_function point (selftests/rma/failnth_test). */
+static noinline int scif_dma_queue_chunk(struct dma_chan *chan,
+					 struct scif_dma_batch *b,
+					 const struct scif_dma_piece *p,
+					 bool last)
+{
+	return scif_dma_prep_submit(chan, b, p, last);
 }
 ALLOW_ERROR_INJECTION(scif_dma_queue_chunk, ERRNO);
 
 /*
- * Map, submit and issue one batch starting at byte *off (at most
- * SCIF_DMA_BATCH chunks); *moved gets its length.  Returns the error that
- * stopped mapping or submitting early (what was submitted is issued all
- * the same) or 0.
+ * Map the run of @v from byte @pos on (at most @want bytes) as the next
+ * mapping of @b: *addr and *left get its DMA address and length.
  */
-static int scif_dma_submit(struct dma_chan *chan, struct scif_dma_batch *b,
-			   struct scif_pgvec *dst, struct scif_pgvec *src,
-			   size_t off, size_t len, size_t *moved)
+static int scif_dma_next_run(struct scif_dma_batch *b, struct scif_pgvec *v,
+			     size_t pos, size_t want,
+			     enum dma_data_direction dir, dma_addr_t *addr,
+			     size_t *left)
+{
+	size_t n = scif_dma_run(b, v, pos, want);
+	int err;
+
+	err = scif_dma_map_chunk(b, v->pages[pos >> PAGE_SHIFT],
+				 pos & ~PAGE_MASK, n, dir);
+	if (err)
+		return err;
+	*addr = b->m[b->nmaps - 1].addr;
+	*left = n;
+	return 0;
+}
+
+/*
+ * Map the runs of one batch from byte @off on and cut its pieces (at most
+ * SCIF_DMA_BATCH); nothing is submitted.  *moved gets the batch's length.
+ * A failed mapping ends the batch with its error (what was mapped is
+ * unmapped when the batch is freed).
+ */
+static int scif_dma_cut(struct scif_dma_batch *b, struct scif_pgvec *dst,
+			struct scif_pgvec *src, size_t off, size_t len,
+			size_t *moved)
 {
 	size_t s = src->first_off + off, d = dst->first_off + off;
+	size_t sleft = 0, dleft = 0, done = 0, n;
+	dma_addr_t sa = 0, da = 0;
+	int err;
+
+	while (done < len && b->npieces < SCIF_DMA_BATCH) {
+		/* Two mappings at the most are made for one piece. */
+		if (b->nmaps + 2 > SCIF_DMA_MAPS)
+			break;
+		if (!sleft) {
+			err = scif_dma_next_run(b, src, s, len - done,
+						DMA_TO_DEVICE, &sa, &sleft);
+			if (err)
+				return err;
+		}
+		if (!dleft) {
+			err = scif_dma_next_run(b, dst, d, len - done,
+						DMA_FROM_DEVICE, &da, &dleft);
+			if (err)
+				return err;
+		}
+		n = min3(len - done, sleft, dleft);
+		b->p[b->npieces].s = sa;
+		b->p[b->npieces].d = da;
+		b->p[b->npieces].len = n;
+		b->npieces++;
+		sa += n;
+		da += n;
+		sleft -= n;
+		dleft -= n;
+		s += n;
+		d += n;
+		done += n;
+	}
+	*moved = done;
+	return 0;
+}
+
+/*
+ * Submit the pieces of batch @b, the last one armed, and issue them with
+ * one issue_pending.  When a submission fails after others went in, those
+ * have no callback: a copy of the piece before the failed one (bytes the
+ * CPU redoes anyway) is submitted armed to wait for them; when even that
+ * fails, -ETIMEDOUT asks for the channel reset, which stops and frees the
+ * batch (it keeps a reference for that).  Returns the submission error or
+ * 0; nothing is in flight when !b->armed and the result is not -ETIMEDOUT.
+ */
+static int scif_dma_submit(struct dma_chan *chan, struct scif_dma_batch *b)
+{
+	unsigned int i;
 	int err = 0;
 
-	*moved = 0;
-	while (len && b->n < SCIF_DMA_BATCH) {
-		size_t so = s & ~PAGE_MASK, dof = d & ~PAGE_MASK;
-		size_t chunk = min3(len, PAGE_SIZE - so, PAGE_SIZE - dof);
-		struct scif_dma_map *m = &b->m[b->n];
-
-		err = scif_dma_map_chunk(b, src->pages[s >> PAGE_SHIFT], so,
-					 dst->pages[d >> PAGE_SHIFT], dof,
-					 chunk);
+	for (i = 0; i < b->npieces; i++) {
+		err = scif_dma_queue_chunk(chan, b, &b->p[i],
+					   i + 1 == b->npieces);
 		if (err)
 			break;
-		err = scif_dma_queue_chunk(chan, b, m);
-		if (err)
-			break;
-		s += chunk;
-		d += chunk;
-		len -= chunk;
-		*moved += chunk;
 	}
-	/* Whatever was submitted runs, and is waited for by the caller. */
-	if (*moved)
+	if (err && i && scif_dma_prep_submit(chan, b, &b->p[i - 1], true)) {
+		kref_get(&b->ref);	/* freed by the channel reset */
+		err = -ETIMEDOUT;
+	}
+	if (b->nsubmitted)
 		dma_async_issue_pending(chan);
-	if (atomic_dec_and_test(&b->pending))
-		complete(&b->done);
 	return err;
 }
 
 /*
  * One batch: returns 0 when its *moved bytes landed by DMA; -EIO or
- * -ENOMEM when it did not, but nothing of it is in flight any more (the
- * CPU may redo it); -ETIMEDOUT or -EINTR when descriptors may still be in
- * flight (the batch keeps its pages until they ran or the channel is
- * dropped).
+ * -ENOMEM when they did not, but nothing of the batch is in flight any
+ * more (the CPU may redo it); -ETIMEDOUT or -EINTR when descriptors may
+ * still be in flight (the batch keeps its pages until they ran or the
+ * channel is dropped).  *descs gets the descriptors submitted.
  */
 static int scif_dma_batch(struct dma_chan *chan, struct scif_pgvec *dst,
 			  struct scif_pgvec *src, size_t off, size_t len,
-			  size_t *moved)
+			  size_t *moved, unsigned int *descs)
 {
 	unsigned long tmo = msecs_to_jiffies(READ_ONCE(scif_dma_timeout_ms));
 	struct scif_dma_batch *b;
@@ -473,30 +600,45 @@ static int scif_dma_batch(struct dma_chan *chan, struct scif_pgvec *dst,
 	int err;
 
 	*moved = 0;
+	*descs = 0;
 	b = kvmalloc(sizeof(*b), GFP_KERNEL_ACCOUNT);
 	if (!b)
 		return -ENOMEM;
 	kref_init(&b->ref);
 	init_completion(&b->done);
-	atomic_set(&b->pending, 1);
 	b->failed = false;
+	b->armed = false;
 	b->dev = chan->device->dev;
-	b->n = 0;
+	/* What the device can map at once (bounce buffers limit it). */
+	b->run_max = clamp_t(size_t, dma_max_mapping_size(b->dev), PAGE_SIZE,
+			     SCIF_DMA_RUN_MAX);
+	b->nmaps = 0;
+	b->npieces = 0;
+	b->nsubmitted = 0;
 	atomic_inc(&scif_dma.nbatches);
 	spin_lock_irqsave(&scif_dma.lock, fl);
 	list_add_tail(&b->link, &scif_dma.batches);
 	spin_unlock_irqrestore(&scif_dma.lock, fl);
 
-	err = scif_dma_submit(chan, b, dst, src, off, len, moved);
-	left = wait_for_completion_interruptible_timeout(&b->done, tmo ?: 1);
-	if (left < 0) {
-		err = -EINTR;
-	} else if (!left) {
-		pr_err_ratelimited("scif: DMA timeout on %s, channel reset\n",
+	err = scif_dma_cut(b, dst, src, off, len, moved);
+	if (!err)
+		err = scif_dma_submit(chan, b);
+	*descs = b->nsubmitted;
+	if (err == -ETIMEDOUT) {
+		pr_err_ratelimited("scif: DMA batch cannot complete on %s, channel reset\n",
 				   dma_chan_name(chan));
-		err = -ETIMEDOUT;
-	} else if (!err && READ_ONCE(b->failed)) {
-		err = -EIO;
+	} else if (b->armed) {
+		left = wait_for_completion_interruptible_timeout(&b->done,
+								 tmo ?: 1);
+		if (left < 0) {
+			err = -EINTR;
+		} else if (!left) {
+			pr_err_ratelimited("scif: DMA timeout on %s, channel reset\n",
+					   dma_chan_name(chan));
+			err = -ETIMEDOUT;
+		} else if (!err && READ_ONCE(b->failed)) {
+			err = -EIO;
+		}
 	}
 	scif_dma_batch_put(b);
 	return err;
@@ -557,6 +699,7 @@ static void scif_dma_reset_work(struct work_struct *work)
 int scif_copy_dma(struct scif_pgvec *dst, struct scif_pgvec *src,
 		  size_t off, size_t len)
 {
+	unsigned int n, descs = 0;
 	struct dma_chan *chan;
 	unsigned long gen;
 	size_t moved;
@@ -574,7 +717,8 @@ int scif_copy_dma(struct scif_pgvec *dst, struct scif_pgvec *src,
 	}
 	gen = scif_dma.gen;
 	while (len) {
-		err = scif_dma_batch(chan, dst, src, off, len, &moved);
+		err = scif_dma_batch(chan, dst, src, off, len, &moved, &n);
+		descs += n;
 		if (err)
 			break;
 		atomic64_add(moved, &scif_dma.dma_bytes);
@@ -582,6 +726,9 @@ int scif_copy_dma(struct scif_pgvec *dst, struct scif_pgvec *src,
 		len -= moved;
 		cond_resched();
 	}
+	atomic64_inc(&scif_dma.copies);
+	atomic64_add(descs, &scif_dma.descs);
+	atomic_set(&scif_dma.descs_last, descs);
 	if (err == -ETIMEDOUT) {
 		WRITE_ONCE(scif_dma.stalled, true);	/* a flag: read lock ok */
 		queue_work(system_unbound_wq, &scif_dma.reset);
@@ -617,6 +764,10 @@ static int scif_dbg_dma_show(struct seq_file *s, void *unused)
 		   (long long)atomic64_read(&scif_dma.resets),
 		   atomic_read(&scif_dma.nbatches),
 		   atomic_read(&scif_rma_queue_max));
+	seq_printf(s, "copies %lld\ndescs %lld\ndescs_last %d\n",
+		   (long long)atomic64_read(&scif_dma.copies),
+		   (long long)atomic64_read(&scif_dma.descs),
+		   atomic_read(&scif_dma.descs_last));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(scif_dbg_dma);
@@ -628,6 +779,9 @@ int scif_dma_init(struct dentry *dbg)
 	atomic64_set(&scif_dma.cpu_bounced, 0);
 	atomic64_set(&scif_dma.dma_fallbacks, 0);
 	atomic64_set(&scif_dma.resets, 0);
+	atomic64_set(&scif_dma.copies, 0);
+	atomic64_set(&scif_dma.descs, 0);
+	atomic_set(&scif_dma.descs_last, 0);
 	atomic_set(&scif_dma.nbatches, 0);
 	scif_dma.next_try = jiffies;
 	if (dbg)

@@ -5,6 +5,7 @@
 RMA_PROGS = \
 	rma/data_test \
 	rma/dma_test \
+	rma/dmabatch_test \
 	rma/errno_test \
 	rma/failnth_test \
 	rma/fence_test \
@@ -17,7 +18,6 @@ RMA_PROGS = \
 	rma/teardown_test \
 	rma/thp_test
 noinst_PROGRAMS += $(RMA_PROGS)
-noinst_HEADERS += rma/rma_test.h
 VM_SELFTESTS += $(RMA_PROGS)
 
 rma_thp_test_SOURCES = rma/thp_test.c
@@ -26,6 +26,8 @@ rma_data_test_SOURCES = rma/data_test.c
 rma_data_test_LDADD = $(SELFTEST_LDADD)
 rma_dma_test_SOURCES = rma/dma_test.c
 rma_dma_test_LDADD = $(SELFTEST_LDADD)
+rma_dmabatch_test_SOURCES = rma/dmabatch_test.c
+rma_dmabatch_test_LDADD = $(SELFTEST_LDADD)
 rma_errno_test_SOURCES = rma/errno_test.c
 rma_errno_test_LDADD = $(SELFTEST_LDADD)
 rma_failnth_test_SOURCES = rma/failnth_test.c

@@ -10,7 +10,7 @@
  * (docs/rma.md), and the CPU mover then copies through its bounce buffer
  * (debugfs rma_dma cpu_bounced), which must move the same bytes.
  */
-#include "rma_test.h"
+#include "scif_test.h"
 
 #define HUGE (2UL << 20)
 #define LEN (8UL << 20) /* each buffer: four huge pages */
@@ -139,7 +139,7 @@ static int sweep(int snode, int cnode, int lhuge, int flags) {
     unsigned i, j, op;
     uint64_t seed = 1;
 
-    REQ(setup(&s, snode, cnode, lhuge, &why) == 0);
+    CHECK(setup(&s, snode, cnode, lhuge, &why) == 0);
     if (why)
         return test_skip("%s", why);
     for (op = 0; op < 4; op++)
@@ -149,7 +149,7 @@ static int sweep(int snode, int cnode, int lhuge, int flags) {
 
                 if (ro + lens[j] > LEN || lo + lens[j] > LEN)
                     continue;
-                REQ(one(&s, op, ro, lo, lens[j], flags, seed++) == 0);
+                CHECK(one(&s, op, ro, lo, lens[j], flags, seed++) == 0);
             }
     return KSFT_PASS;
 }
@@ -181,13 +181,13 @@ static int t_bounce(void) {
     long long b0, b1;
     unsigned i;
 
-    REQ(setup(&s, 0, 0, 1, &why) == 0);
+    CHECK(setup(&s, 0, 0, 1, &why) == 0);
     if (why)
         return test_skip("%s", why);
     b0 = dbg_dma_value("cpu_bounced");
     if (b0 < 0 && access(DBG_DIR "/rma_dma", R_OK))
         return test_skip("debugfs rma_dma not available");
-    REQ(b0 >= 0);
+    CHECK(b0 >= 0);
     /*
      * Each length twice, one page apart: the kernel's bounce buffer (on
      * its stack) may itself alias one of the two starts, never both.
@@ -195,11 +195,11 @@ static int t_bounce(void) {
     for (i = 0; i < 2 * ARRAY_SIZE(lens); i++) {
         size_t off = HUGE + (i & 1) * PAGE + 3 * (i / 2);
 
-        REQ(one(&s, 0, off, off, lens[i / 2], SCIF_RMA_SYNC | SCIF_RMA_USECPU, 900 + i) == 0);
+        CHECK(one(&s, 0, off, off, lens[i / 2], SCIF_RMA_SYNC | SCIF_RMA_USECPU, 900 + i) == 0);
     }
     b1 = dbg_dma_value("cpu_bounced");
     diag("cpu_bounced grew by %lld", b1 - b0);
-    REQ(b1 - b0 >= (long long)(HUGE - 100 - PAGE));
+    CHECK(b1 - b0 >= (long long)(HUGE - 100 - PAGE));
     return KSFT_PASS;
 }
 

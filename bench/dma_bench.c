@@ -1,0 +1,323 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * dma_bench: RMA through the module's dmaengine channel next to what that
+ * channel does for one large memcpy of the same size, measured in the same
+ * run.  Meant for the software channel kernel/test/scif_swdma.ko (it
+ * provides the reference figure through debugfs scif_swdma/memcpy_ns);
+ * with another channel the reference and ratio columns are "n/a".
+ *
+ * A child process on node 1 registers a 64 MiB window; the parent on node
+ * 0 (DMA is used only between nodes) registers one of its own.  Every
+ * buffer is 2 MiB aligned and advised MADV_HUGEPAGE, so with transparent
+ * huge pages the pages behind each side form long physically contiguous
+ * runs.  For 64 KiB .. 64 MiB the parent measures, all SCIF_RMA_SYNC:
+ *   scif_readfrom, scif_writeto (window to window),
+ *   scif_vreadfrom, scif_vwriteto (with SCIF_RMA_USECACHE, so the figure
+ *   is the copy, not the pinning of the user range on every call),
+ * in MB/s (best of 3 rounds), the DMA descriptors per transfer (debugfs
+ * scif/rma_dma: descs and copies counted around the timed calls), the
+ * reference MB/s (and the CPU's memcpy of the same buffers in the kernel)
+ * and the ratio of each call to the reference.  The goal is a ratio of
+ * at least 0.8; the last column names the calls below it and by how much
+ * (percent of the goal).
+ *
+ * usage: dma_bench [max_size_MiB]      (default 64, at most 64)
+ * DMA_BENCH_NOHUGE=1 in the environment: small pages (MADV_NOHUGEPAGE).
+ * Run as root in the VM with scif.ko nodes=2 and scif_swdma.ko loaded.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <scif.h>
+
+#define MiB (1UL << 20)
+#define HUGE_ALIGN (2 * MiB)
+#define GOAL 0.8
+#define RMA_DMA "/sys/kernel/debug/scif/rma_dma"
+#define REF_FILE "/sys/kernel/debug/scif_swdma/memcpy_ns"
+
+static size_t max_size = 64 * MiB;
+
+static double now(void) {
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void die(const char *what) {
+    fprintf(stderr, "dma_bench: %s: %s\n", what, strerror(errno));
+    exit(1);
+}
+
+/* len bytes, 2 MiB aligned, advised for huge pages, filled with @c. */
+static void *huge_buf(size_t len, int c) {
+    size_t span = len + HUGE_ALIGN;
+    uint8_t *p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    uintptr_t a;
+
+    if (p == MAP_FAILED)
+        die("mmap");
+    a = ((uintptr_t)p + HUGE_ALIGN - 1) & ~(uintptr_t)(HUGE_ALIGN - 1);
+    /* best effort */
+    (void)madvise((void *)a, len, getenv("DMA_BENCH_NOHUGE") ? MADV_NOHUGEPAGE : MADV_HUGEPAGE);
+    memset((void *)a, c, len);
+    return (void *)a;
+}
+
+/* Value of the "key value" line of the rma_dma debugfs file, or -1. */
+static long long dma_value(const char *key) {
+    char line[128], k[64];
+    long long v = -1, x;
+    FILE *f = fopen(RMA_DMA, "r");
+
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "%63s %lld", k, &x) == 2 && !strcmp(k, key))
+            v = x;
+    fclose(f);
+    return v;
+}
+
+static int dma_channel_present(void) {
+    char line[128];
+    int present = 0;
+    FILE *f = fopen(RMA_DMA, "r");
+
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof(line), f))
+        if (!strncmp(line, "channel ", 8) && strncmp(line + 8, "none", 4))
+            present = 1;
+    fclose(f);
+    return present;
+}
+
+/*
+ * The software channel's single memcpy of len bytes in MB/s (*cpu: the
+ * same memcpy by the CPU in the kernel), or -1.
+ */
+static double ref_bw(size_t len, double *cpu) {
+    unsigned long long bytes = 0, ns = 0, cns = 0;
+    FILE *f = fopen(REF_FILE, "w");
+
+    *cpu = -1;
+    if (!f)
+        return -1;
+    if (fprintf(f, "%zu\n", len) < 0 || fclose(f))
+        return -1;
+    f = fopen(REF_FILE, "r");
+    if (!f)
+        return -1;
+    if (fscanf(f, "bytes %llu ns %llu cpu_ns %llu", &bytes, &ns, &cns) != 3)
+        bytes = 0;
+    fclose(f);
+    if (bytes != len || !ns || !cns)
+        return -1;
+    *cpu = len / (cns * 1e-9) / 1e6;
+    return len / (ns * 1e-9) / 1e6;
+}
+
+struct hello {
+    uint16_t port;
+};
+
+/* The child (node 1): accept, register its window, wait for the parent. */
+static void child(int wfd, int rfd) {
+    struct scif_portID peer;
+    struct hello h;
+    scif_epd_t l, e;
+    uint8_t *buf = huge_buf(max_size, 0x5a);
+    char c;
+    int p;
+
+    l = scif_open();
+    if (l < 0)
+        die("child scif_open");
+    p = scif_bind(l, 0);
+    if (p < 0 || scif_listen(l, 1) < 0)
+        die("child bind/listen");
+    h.port = (uint16_t)p;
+    if (write(wfd, &h, sizeof(h)) != sizeof(h))
+        die("child write");
+    if (scif_accept(l, &peer, &e, SCIF_ACCEPT_SYNC) < 0)
+        die("child accept");
+    if (scif_register(e, buf, max_size, 0, SCIF_PROT_READ | SCIF_PROT_WRITE, SCIF_MAP_FIXED) != 0)
+        die("child register");
+    if (write(wfd, "r", 1) != 1)
+        die("child write");
+    if (read(rfd, &c, 1) < 0)
+        die("child read");
+    scif_close(e);
+    scif_close(l);
+    _exit(0);
+}
+
+enum kind { K_READ, K_WRITE, K_VREAD, K_VWRITE, K_NKINDS };
+static const char *const kind_name[K_NKINDS] = {"readfrom", "writeto", "vreadfrom", "vwriteto"};
+
+struct ctx {
+    scif_epd_t ep;
+    uint8_t *ubuf;
+};
+
+static int one(struct ctx *c, enum kind k, size_t len) {
+    const int cflags = SCIF_RMA_SYNC | SCIF_RMA_USECACHE;
+
+    switch (k) {
+    case K_READ:
+        return scif_readfrom(c->ep, 0, len, 0, SCIF_RMA_SYNC);
+    case K_WRITE:
+        return scif_writeto(c->ep, 0, len, 0, SCIF_RMA_SYNC);
+    case K_VREAD:
+        return scif_vreadfrom(c->ep, c->ubuf, len, 0, cflags);
+    default:
+        return scif_vwriteto(c->ep, c->ubuf, len, 0, cflags);
+    }
+}
+
+struct result {
+    double mbs;   /* best of 3 rounds */
+    double descs; /* DMA descriptors per transfer */
+};
+
+/* Each round: calls for >= ~40 ms and >= 2 calls. */
+static int measure(struct ctx *c, enum kind k, size_t len, struct result *r) {
+    long long d0, d1, n0, n1;
+    long calls = 0;
+    int round;
+
+    r->mbs = 0;
+    if (one(c, k, len)) /* warm up: faults, cache entry, channel */
+        return -1;
+    d0 = dma_value("descs");
+    n0 = dma_value("copies");
+    for (round = 0; round < 3; round++) {
+        double t0 = now(), t;
+        long n = 0;
+
+        do {
+            if (one(c, k, len))
+                return -1;
+            n++;
+            t = now() - t0;
+        } while (t < 0.04 || n < 2);
+        if (n * len / t / 1e6 > r->mbs)
+            r->mbs = n * len / t / 1e6;
+        calls += n;
+    }
+    d1 = dma_value("descs");
+    n1 = dma_value("copies");
+    r->descs = (d0 < 0 || d1 < 0 || n1 == n0) ? -1 : (double)(d1 - d0) / calls;
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    int to_parent[2], to_child[2], st, k;
+    struct scif_portID dst;
+    struct hello h;
+    struct ctx c;
+    size_t len;
+    char r;
+
+    if (argc > 1)
+        max_size = strtoul(argv[1], NULL, 0) * MiB;
+    if (max_size < 64 * 1024 || max_size > 64 * MiB)
+        max_size = 64 * MiB;
+    if (pipe(to_parent) || pipe(to_child))
+        die("pipe");
+    pid_t pid = fork();
+    if (pid < 0)
+        die("fork");
+    if (pid == 0) {
+        setenv("SCIF_NODE", "1", 1);
+        child(to_parent[1], to_child[0]);
+    }
+    if (read(to_parent[0], &h, sizeof(h)) != sizeof(h))
+        die("hello");
+    c.ep = scif_open();
+    if (c.ep < 0)
+        die("scif_open");
+    dst.node = 1;
+    dst.port = h.port;
+    if (scif_connect(c.ep, &dst) < 0)
+        die("scif_connect");
+    if (read(to_parent[0], &r, 1) != 1)
+        die("ready");
+    c.ubuf = huge_buf(max_size, 0x33);
+    if (scif_register(c.ep, huge_buf(max_size, 0x44), max_size, 0, SCIF_PROT_READ | SCIF_PROT_WRITE,
+                      SCIF_MAP_FIXED) != 0)
+        die("register local");
+    /* The module takes its DMA channel on first use. */
+    if (scif_readfrom(c.ep, 0, 4096, 0, SCIF_RMA_SYNC))
+        die("scif_readfrom");
+    if (!dma_channel_present()) {
+        fprintf(stderr, "dma_bench: the module has no DMA channel (load scif_swdma.ko, "
+                        "run as root with debugfs)\n");
+        return 1;
+    }
+
+    printf("dma_bench: node 0 <-> node 1 through the DMA channel, SCIF_RMA_SYNC;\n"
+           "v-calls with SCIF_RMA_USECACHE; MB/s best of 3; desc = DMA descriptors per\n"
+           "transfer; ref = the channel's single memcpy of the same size (cpu = the same\n"
+           "memcpy by the CPU in the kernel); ratio = call / ref\n"
+           "(goal >= %.1f; 'below' lists the calls under it)\n\n",
+           GOAL);
+    printf("%9s", "size");
+    for (k = 0; k < K_NKINDS; k++)
+        printf(" %9s %6s", kind_name[k], "desc");
+    printf(" %9s %9s", "ref", "cpu");
+    for (k = 0; k < K_NKINDS; k++)
+        printf(" %6.6s", kind_name[k]);
+    printf("  below\n");
+    for (len = 64 * 1024; len <= max_size; len *= 4) {
+        struct result res[K_NKINDS];
+        double cpu, ref = ref_bw(len, &cpu);
+        char below[128] = "";
+
+        for (k = 0; k < K_NKINDS; k++)
+            if (measure(&c, (enum kind)k, len, &res[k]))
+                die(kind_name[k]);
+        if (len >= MiB)
+            printf("%6zu MiB", len / MiB);
+        else
+            printf("%6zu KiB", len / 1024);
+        for (k = 0; k < K_NKINDS; k++)
+            printf(" %9.0f %6.1f", res[k].mbs, res[k].descs);
+        if (ref < 0) {
+            printf(" %9s %9s", "n/a", "n/a");
+            for (k = 0; k < K_NKINDS; k++)
+                printf(" %6s", "n/a");
+            printf("\n");
+        } else {
+            printf(" %9.0f %9.0f", ref, cpu);
+            for (k = 0; k < K_NKINDS; k++) {
+                double q = res[k].mbs / ref;
+
+                printf(" %6.2f", q);
+                if (q < GOAL)
+                    snprintf(below + strlen(below), sizeof(below) - strlen(below), " %s(-%.0f%%)",
+                             kind_name[k], (1 - q / GOAL) * 100);
+            }
+            printf("  %s\n", below[0] ? below + 1 : "-");
+        }
+        if (len * 4 > max_size && len != max_size)
+            len = max_size / 4;
+    }
+
+    if (write(to_child[1], "q", 1) != 1)
+        die("quit");
+    scif_close(c.ep);
+    waitpid(pid, &st, 0);
+    return 0;
+}
