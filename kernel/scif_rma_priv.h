@@ -139,7 +139,7 @@ struct scif_rcache_entry {
  * related fields of every window in the tree (node, nmaps, unreg); RMA
  * lookups take it shared, registration, unregistration, mmap and the
  * release of a mapping exclusive.
- * fence_lock (spinlock) protects issued, inflight, ninflight, signals,
+ * fence_lock (spinlock) protects issued, inflight, ninflight, nasync, signals,
  * nsignals, disconnected, nqueued, queue and queue_running.
  * The rcache list and count are protected by a global spinlock of
  * scif_rma_cache.c (scif_rcache_lock).
@@ -177,6 +177,7 @@ struct scif_rma_ep {
 	u64 issued;			/* sequence of the last RMA issued */
 	struct list_head inflight;	/* struct scif_xfer, ascending seq */
 	unsigned int ninflight;		/* entries on inflight */
+	unsigned int nasync;		/* ... of them asynchronous (slot) */
 	struct list_head signals;	/* struct scif_fence_sig, by seq */
 	unsigned int nsignals;		/* entries on signals */
 	wait_queue_head_t fence_wq;

@@ -35,7 +35,7 @@
 #define SCIF_DMA_MIN		256
 
 struct workqueue_struct *scif_rma_wq;
-/* Most transfers one endpoint ever had in flight at once (debugfs). */
+/* Most asynchronous transfers one endpoint ever had in flight (debugfs). */
 atomic_t scif_rma_queue_max = ATOMIC_INIT(0);
 
 /* ---- transfer slots, under rma->fence_lock ---- */
@@ -207,6 +207,8 @@ static void scif_xfer_done(struct scif_xfer *x)
 	spin_lock(&rma->fence_lock);
 	list_del(&x->link);
 	rma->ninflight--;
+	if (x->slot)
+		rma->nasync--;
 	done = scif_completed(rma);
 	/* signals is in ascending seq order: only the due ones are looked at */
 	list_for_each_entry_safe(sig, tmp, &rma->signals, link) {
@@ -435,7 +437,13 @@ long scif_rma_copy_ioctl(struct scif_endpt *ep, unsigned int cmd,
 	x->seq = ++x->rma->issued;
 	list_add_tail(&x->link, &x->rma->inflight);
 	x->rma->ninflight++;
-	n = x->rma->ninflight;
+	/*
+	 * queue_max is the asynchronous queue's depth: a transfer the CPU
+	 * copies in the caller (no slot) is in flight only for the call.
+	 */
+	if (x->slot)
+		x->rma->nasync++;
+	n = x->rma->nasync;
 	spin_unlock(&x->rma->fence_lock);
 	atomic_inc(&scif_rma_inflight);
 	max = atomic_read(&scif_rma_queue_max);

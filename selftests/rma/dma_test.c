@@ -365,6 +365,44 @@ static int t_bound_atomic(void) {
     return rma_counters_zero();
 }
 
+/*
+ * queue_max is the depth of an endpoint's asynchronous queue: a transfer
+ * the CPU copies within its call (SCIF_RMA_USECPU, or any transfer while
+ * the channel is away) takes no slot and is not counted.  It once was, so
+ * a full queue of 64 and one such call read 65, and "16 threads never get
+ * past 64" failed whenever the channel came back mid-test.
+ */
+static int t_queue_max_async(void) {
+    struct pair p, kick;
+    uint8_t *c;
+    long long max;
+    int i;
+
+    NEED_DMA();
+    CHECK(setup(&p) == 0 && setup(&kick) == 0);
+    CHECK(dma_ready(&p) == 0);
+    CHECK(dbg_wait("rma_inflight", 0) == 0);
+    c = map_anon(PAGE);
+    CHECK(c);
+    fill(p.rbuf, 64 * PAGE, 93);
+    CHECK(write_param(SWDMA_PARAM "stall", 1) == 0);
+    for (i = 0; i < 64; i++)
+        CHECK(scif_vreadfrom(p.cli, p.ubuf + i * PAGE, PAGE, ROFF + i * PAGE, 0) == 0);
+    CHECK(dbg_counter("rma_inflight") == 64);
+    /* Beside the full queue, a transfer the CPU moves in the call. */
+    CHECK(scif_vreadfrom(p.cli, c, PAGE, ROFF, SCIF_RMA_USECPU) == 0);
+    CHECK(memcmp(c, p.rbuf, PAGE) == 0);
+    CHECK(write_param(SWDMA_PARAM "stall", 0) == 0);
+    CHECK(scif_vreadfrom(kick.cli, kick.ubuf, 16 * PAGE, ROFF, SCIF_RMA_SYNC) == 0);
+    CHECK(fence_all(p.cli) == 0);
+    CHECK(memcmp(p.ubuf, p.rbuf, 64 * PAGE) == 0);
+    max = dbg_dma_value("queue_max");
+    CHECK(max >= 0 && max <= 64, "queue_max %lld: synchronous transfers counted as queued", max);
+    close_pair(&p);
+    close_pair(&kick);
+    return rma_counters_zero();
+}
+
 /* Item 3: the per-endpoint bound holds under many threads. */
 #define BOUND_THREADS 16
 #define BOUND_ROUNDS 8
@@ -665,6 +703,8 @@ static const struct scif_test tests[] = {
     {"async v* pins are charged to RLIMIT_MEMLOCK (ENOMEM past it)", t_async_memlock, 0},
     {"the 64 async transfers bound is taken atomically with its check", t_bound_atomic, 0},
     {"16 threads never get past 64 async transfers per endpoint", t_bound_threads, 0},
+    {"queue_max counts asynchronous transfers only, not CPU copies beside them", t_queue_max_async,
+     0},
     {"an endpoint's long queue does not hold back another endpoint", t_fair, 0},
     {"submit fails mid-batch: submitted descriptors drain, none runs later", t_submit_fails, 0},
     {"stalled channel: interruptible waits, reset, data by CPU", t_stall, 200},
