@@ -138,8 +138,8 @@ static int dma_ready(struct pair *p) {
         if (!swdma_loaded())                                                                       \
             return test_skip("needs the software DMA engine ([dma] pass)");                        \
         REQUIRE_NODE(1);                                                                           \
-        CHECK(faults_off() == 0);                                                                    \
-        CHECK(swdma_descs() >= 0);                                                                   \
+        CHECK(faults_off() == 0);                                                                  \
+        CHECK(swdma_descs() >= 0);                                                                 \
     } while (0)
 
 /* Both buffers of @p backed by huge pages, else a skip reason. */
