@@ -135,3 +135,12 @@ long long dbg_dma_value(const char *key) {
 int swdma_loaded(void) {
     return access("/sys/module/scif_swdma", F_OK) == 0;
 }
+
+int faults_off(void) {
+    return write_long(SWDMA_PARAM "fail_submit", 0) | write_long(SWDMA_PARAM "stall", 0) |
+           write_long(SWDMA_PARAM "delay_ms", 0);
+}
+
+long long swdma_descs(void) {
+    return read_long(SWDMA_PARAM "descs");
+}

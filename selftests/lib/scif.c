@@ -170,3 +170,54 @@ uint8_t *rma_window(int epd, size_t len, off_t off, int prot) {
     }
     return buf;
 }
+
+int rma_pair_open(struct rma_pair *p, uint8_t *rbuf, uint8_t *ubuf, size_t len, off_t roff) {
+    p->srv = p->cli = -1;
+    p->rbuf = rbuf ? rbuf : map_anon(len);
+    p->ubuf = ubuf ? ubuf : map_anon(len);
+    p->roff = roff;
+    if (!p->rbuf || !p->ubuf) {
+        diag("map %zu bytes: %s", len, strerror(errno));
+        return -1;
+    }
+    if (connect_pair(1, 0, &p->srv, &p->cli))
+        return -1;
+    if (scif_register(p->srv, p->rbuf, len, roff, SCIF_PROT_READ | SCIF_PROT_WRITE,
+                      SCIF_MAP_FIXED) != roff) {
+        diag("register: %s", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+void rma_pair_close(struct rma_pair *p) {
+    if (p->cli >= 0)
+        scif_close(p->cli);
+    if (p->srv >= 0)
+        scif_close(p->srv);
+    p->cli = p->srv = -1;
+}
+
+int fence_all(int epd) {
+    int mark;
+
+    if (scif_fence_mark(epd, SCIF_FENCE_INIT_SELF, &mark))
+        return -1;
+    return scif_fence_wait(epd, mark);
+}
+
+int dma_ready(struct rma_pair *p) {
+    int i;
+
+    for (i = 0; i < 100; i++) {
+        long long before = dbg_dma_value("dma_bytes");
+
+        if (scif_vreadfrom(p->cli, p->ubuf, 16 * PAGE, p->roff, SCIF_RMA_SYNC))
+            return -1;
+        if (dbg_dma_value("dma_bytes") > before)
+            return 0;
+        sleep_ms(50);
+    }
+    diag("the DMA channel did not come back");
+    return -1;
+}

@@ -237,6 +237,58 @@ int recv_all(int epd, void *buf, int len);
  */
 uint8_t *rma_window(int epd, size_t len, off_t off, int prot);
 
+/*
+ * The RMA pair of the fixtures: server on node 1 with a window of @len
+ * bytes of @rbuf at @roff (read-write, SCIF_MAP_FIXED), client on node 0
+ * with @ubuf for the v* calls.  rma_pair_open() maps a NULL buffer
+ * (map_anon(@len)); it returns 0, or -1 with a diagnostic.
+ * rma_pair_close() closes both endpoints once (it may be called again, by
+ * a fixture's teardown after the behaviour closed the pair itself).
+ */
+struct rma_pair {
+    int srv, cli;
+    uint8_t *rbuf; /* server (node 1) memory behind the window at roff */
+    uint8_t *ubuf; /* client (node 0) memory for the v* calls */
+    off_t roff;
+};
+
+int rma_pair_open(struct rma_pair *p, uint8_t *rbuf, uint8_t *ubuf, size_t len, off_t roff);
+void rma_pair_close(struct rma_pair *p);
+
+/* scif_fence_mark(SCIF_FENCE_INIT_SELF) and its wait on @epd: 0 or -1. */
+int fence_all(int epd);
+
+/* ---- the software DMA engine of the [dma] pass (debugfs.c, scif.c) ---- */
+
+#define SWDMA_PARAM "/sys/module/scif_swdma/parameters/"
+#define SCIF_PARAM "/sys/module/scif/parameters/"
+
+/* Turn off every fault of scif_swdma (fail_submit, stall, delay_ms): 0 or not 0. */
+int faults_off(void);
+
+/* Descriptors scif_swdma has run (its parameter descs), or -1. */
+long long swdma_descs(void);
+
+/*
+ * Wait (bounded, ~5 s) until the DMA channel moves data again (after a
+ * reset scif asks for a channel only a second later): 16 pages read by
+ * @p's client from its window.  0, or -1 with a diagnostic.
+ */
+int dma_ready(struct rma_pair *p);
+
+/*
+ * Skip unless the software DMA engine is loaded and node 1 is online; then
+ * no fault is injected and the engine counts descriptors.
+ */
+#define NEED_DMA()                                                                                 \
+    do {                                                                                           \
+        if (!swdma_loaded())                                                                       \
+            return test_skip("needs the software DMA engine ([dma] pass)");                        \
+        REQUIRE_NODE(1);                                                                           \
+        CHECK(faults_off() == 0);                                                                  \
+        CHECK(swdma_descs() >= 0);                                                                 \
+    } while (0)
+
 /* ---- debugfs and sysfs (debugfs.c) ---- */
 
 #define DBG_DIR "/sys/kernel/debug/scif"

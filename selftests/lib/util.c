@@ -27,6 +27,14 @@ void *map_anon(size_t len) {
     return p == MAP_FAILED ? NULL : p;
 }
 
+void *map_anon_aligned(size_t len, size_t align) {
+    uint8_t *p = map_anon(len + align);
+
+    if (!p)
+        return NULL;
+    return (void *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
+}
+
 /* Word @word of the stream seeded @seed (a splitmix64 step). */
 static uint64_t pattern_word(uint64_t seed, uint64_t word) {
     uint64_t z = seed + word * 0x9E3779B97F4A7C15ULL;

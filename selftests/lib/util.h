@@ -27,6 +27,13 @@ void sleep_ms(long ms);
 void *map_anon(size_t len);
 
 /*
+ * @len bytes of map_anon() memory starting at a multiple of @align (a power
+ * of two), inside a mapping of @len + @align bytes that stays mapped for
+ * the process's life; NULL on failure.  For buffers meant for huge pages.
+ */
+void *map_anon_aligned(size_t len, size_t align);
+
+/*
  * The byte pattern: byte @pos of the stream seeded @seed.  Any offset and
  * any chunking give the same bytes, so a sender and a receiver (or a writer
  * and a later reader) agree without sharing state.

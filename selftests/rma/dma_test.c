@@ -26,79 +26,30 @@
 
 #define WIN (1UL << 20)
 #define ROFF 0x10000000L
-#define SWDMA_PARAM "/sys/module/scif_swdma/parameters/"
-#define SCIF_PARAM "/sys/module/scif/parameters/"
-
-struct pair {
-    int srv, cli;
-    uint8_t *rbuf; /* server memory behind the window at ROFF */
-    uint8_t *ubuf; /* client memory for the v* calls */
-};
-
 #define write_param write_long
 #define read_param read_long
 
-/* No fault injected. */
-static int faults_off(void) {
-    return write_param(SWDMA_PARAM "fail_submit", 0) | write_param(SWDMA_PARAM "stall", 0) |
-           write_param(SWDMA_PARAM "delay_ms", 0);
-}
-
-/* Server on node 1 with a WIN byte window at ROFF, client on node 0. */
-static int setup(struct pair *p) {
-    if (connect_pair(1, 0, &p->srv, &p->cli))
-        return -1;
-    p->rbuf = map_anon(WIN);
-    p->ubuf = map_anon(WIN);
-    if (!p->rbuf || !p->ubuf)
-        return -1;
-    if (scif_register(p->srv, p->rbuf, WIN, ROFF, SCIF_PROT_READ | SCIF_PROT_WRITE,
-                      SCIF_MAP_FIXED) != ROFF) {
-        diag("register: %s", strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
-static void close_pair(struct pair *p) {
-    scif_close(p->cli);
-    scif_close(p->srv);
-}
-
 /*
- * Wait (bounded) until the DMA channel moves data again: after a reset scif
- * asks for a channel again only a second later.
+ * The fixture: the RMA pair of the library, server on node 1 with a WIN
+ * byte window at ROFF, client on node 0, once the DMA engine is there.
  */
-static int dma_ready(struct pair *p) {
-    int i;
+FIXTURE(dma) {
+    struct rma_pair p;
+};
 
-    for (i = 0; i < 100; i++) {
-        long long before = dbg_dma_value("dma_bytes");
-
-        if (scif_vreadfrom(p->cli, p->ubuf, 16 * PAGE, ROFF, SCIF_RMA_SYNC))
-            return -1;
-        if (dbg_dma_value("dma_bytes") > before)
-            return 0;
-        sleep_ms(50);
-    }
-    diag("the DMA channel did not come back");
-    return -1;
+FIXTURE_SETUP(dma) {
+    NEED_DMA();
+    CHECK(rma_pair_open(&self->p, NULL, NULL, WIN, ROFF) == 0);
+    return KSFT_PASS;
 }
 
-#define NEED_DMA()                                                                                 \
-    do {                                                                                           \
-        if (!swdma_loaded())                                                                       \
-            return test_skip("needs the software DMA engine ([dma] pass)");                        \
-        REQUIRE_NODE(1);                                                                           \
-        CHECK(faults_off() == 0);                                                                  \
-    } while (0)
+FIXTURE_TEARDOWN(dma) {
+    rma_pair_close(&self->p);
+}
 
-static int fence_all(int epd) {
-    int mark;
-
-    if (scif_fence_mark(epd, SCIF_FENCE_INIT_SELF, &mark))
-        return -1;
-    return scif_fence_wait(epd, mark);
+/* Another pair like the fixture's, for the behaviours that need several. */
+static int open_pair(struct rma_pair *p) {
+    return rma_pair_open(p, NULL, NULL, WIN, ROFF);
 }
 
 /* VmPin of this process in pages, or -1. */
@@ -156,7 +107,7 @@ static long batches(void) {
  * without CAP_IPC_LOCK); synchronous calls pin short-term, uncharged.
  */
 static int t_async_memlock(void) {
-    struct pair p;
+    struct rma_pair p;
     pid_t pid;
     int st;
 
@@ -167,7 +118,7 @@ static int t_async_memlock(void) {
         struct rlimit rl;
         long base;
 
-        if (setup(&p) || dma_ready(&p))
+        if (open_pair(&p) || dma_ready(&p))
             _exit(10);
         base = vmpin_pages();
         if (base < 0)
@@ -223,7 +174,7 @@ static void thread_wchan(pid_t tid, char *buf, size_t len) {
 }
 
 struct uffd_job {
-    struct pair *p;
+    struct rma_pair *p;
     uint8_t *dst;
     pid_t tid;
     int ret, err, done;
@@ -273,19 +224,18 @@ static int uffd_serve(int uffd, uint8_t *base, int resolve, int *faults, int *wh
  * the slot is given back and the second thread fails the same way; the
  * count must not pass 64 either way.
  */
-static int t_bound_atomic(void) {
+TEST_F(dma, bound_atomic) {
     struct uffdio_api api = {.api = UFFD_API};
     struct uffdio_register reg = {.mode = UFFDIO_REGISTER_MODE_MISSING};
     struct uffd_job j[2];
     pthread_t th[2];
-    struct pair p, kick;
+    struct rma_pair *p = &self->p, kick;
     uint8_t *u;
     int uffd, i, faults = 0, which[2] = {-1, -1}, decided = 0;
     long long max;
 
-    NEED_DMA();
-    CHECK(setup(&p) == 0 && setup(&kick) == 0);
-    CHECK(dma_ready(&p) == 0);
+    CHECK(open_pair(&kick) == 0);
+    CHECK(dma_ready(p) == 0);
     CHECK(dbg_wait("rma_inflight", 0) == 0);
     uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
     if (uffd < 0)
@@ -296,14 +246,14 @@ static int t_bound_atomic(void) {
     reg.range.start = (uintptr_t)u;
     reg.range.len = 2 * PAGE;
     CHECK(ioctl(uffd, UFFDIO_REGISTER, &reg) == 0);
-    fill(p.rbuf, PAGE, 81);
+    fill(p->rbuf, PAGE, 81);
 
     CHECK(write_param(SWDMA_PARAM "stall", 1) == 0);
     for (i = 0; i < 63; i++)
-        CHECK(scif_vreadfrom(p.cli, p.ubuf + i * PAGE, PAGE, ROFF, 0) == 0);
+        CHECK(scif_vreadfrom(p->cli, p->ubuf + i * PAGE, PAGE, ROFF, 0) == 0);
     CHECK(dbg_counter("rma_inflight") == 63);
     for (i = 0; i < 2; i++) {
-        j[i] = (struct uffd_job){.p = &p, .dst = u + i * PAGE};
+        j[i] = (struct uffd_job){.p = p, .dst = u + i * PAGE};
         CHECK(pthread_create(&th[i], NULL, uffd_thread, &j[i]) == 0);
     }
     /*
@@ -347,21 +297,21 @@ static int t_bound_atomic(void) {
         CHECK(uffd_serve(uffd, u, 1, &faults, which) == 0);
         sleep_ms(5);
     }
-    CHECK(fence_all(p.cli) == 0);
+    CHECK(fence_all(p->cli) == 0);
     for (i = 0; i < 2; i++) {
         pthread_join(th[i], NULL);
         if (j[i].ret)
             diag("thread %d: %s", i, strerror(j[i].err));
         CHECK(j[i].ret == 0 || j[i].err == EFAULT);
-        CHECK(j[i].ret || memcmp(u + i * PAGE, p.rbuf, PAGE) == 0);
+        CHECK(j[i].ret || memcmp(u + i * PAGE, p->rbuf, PAGE) == 0);
     }
     max = dbg_dma_value("queue_max");
     if (max > 64) {
         diag("the endpoint had %lld asynchronous transfers in flight (bound 64)", max);
         return KSFT_FAIL;
     }
-    close_pair(&p);
-    close_pair(&kick);
+    rma_pair_close(p);
+    rma_pair_close(&kick);
     return rma_counters_zero();
 }
 
@@ -372,34 +322,33 @@ static int t_bound_atomic(void) {
  * a full queue of 64 and one such call read 65, and "16 threads never get
  * past 64" failed whenever the channel came back mid-test.
  */
-static int t_queue_max_async(void) {
-    struct pair p, kick;
+TEST_F(dma, queue_max_async) {
+    struct rma_pair *p = &self->p, kick;
     uint8_t *c;
     long long max;
     int i;
 
-    NEED_DMA();
-    CHECK(setup(&p) == 0 && setup(&kick) == 0);
-    CHECK(dma_ready(&p) == 0);
+    CHECK(open_pair(&kick) == 0);
+    CHECK(dma_ready(p) == 0);
     CHECK(dbg_wait("rma_inflight", 0) == 0);
     c = map_anon(PAGE);
     CHECK(c);
-    fill(p.rbuf, 64 * PAGE, 93);
+    fill(p->rbuf, 64 * PAGE, 93);
     CHECK(write_param(SWDMA_PARAM "stall", 1) == 0);
     for (i = 0; i < 64; i++)
-        CHECK(scif_vreadfrom(p.cli, p.ubuf + i * PAGE, PAGE, ROFF + i * PAGE, 0) == 0);
+        CHECK(scif_vreadfrom(p->cli, p->ubuf + i * PAGE, PAGE, ROFF + i * PAGE, 0) == 0);
     CHECK(dbg_counter("rma_inflight") == 64);
     /* Beside the full queue, a transfer the CPU moves in the call. */
-    CHECK(scif_vreadfrom(p.cli, c, PAGE, ROFF, SCIF_RMA_USECPU) == 0);
-    CHECK(memcmp(c, p.rbuf, PAGE) == 0);
+    CHECK(scif_vreadfrom(p->cli, c, PAGE, ROFF, SCIF_RMA_USECPU) == 0);
+    CHECK(memcmp(c, p->rbuf, PAGE) == 0);
     CHECK(write_param(SWDMA_PARAM "stall", 0) == 0);
     CHECK(scif_vreadfrom(kick.cli, kick.ubuf, 16 * PAGE, ROFF, SCIF_RMA_SYNC) == 0);
-    CHECK(fence_all(p.cli) == 0);
-    CHECK(memcmp(p.ubuf, p.rbuf, 64 * PAGE) == 0);
+    CHECK(fence_all(p->cli) == 0);
+    CHECK(memcmp(p->ubuf, p->rbuf, 64 * PAGE) == 0);
     max = dbg_dma_value("queue_max");
     CHECK(max >= 0 && max <= 64, "queue_max %lld: synchronous transfers counted as queued", max);
-    close_pair(&p);
-    close_pair(&kick);
+    rma_pair_close(p);
+    rma_pair_close(&kick);
     return rma_counters_zero();
 }
 
@@ -409,7 +358,7 @@ static int t_queue_max_async(void) {
 #define BOUND_LEN (16 * PAGE)
 
 struct bound_job {
-    struct pair *p;
+    struct rma_pair *p;
     int idx;
     int ret;
 };
@@ -427,22 +376,20 @@ static void *bound_thread(void *arg) {
     return NULL;
 }
 
-static int t_bound_threads(void) {
+TEST_F(dma, bound_threads) {
     struct bound_job jobs[BOUND_THREADS];
     pthread_t th[BOUND_THREADS];
-    struct pair p;
+    struct rma_pair *p = &self->p;
     long long max;
     int i, ret = KSFT_PASS;
 
-    NEED_DMA();
-    CHECK(setup(&p) == 0);
-    CHECK(dma_ready(&p) == 0);
-    fill(p.rbuf, WIN, 72);
-    memset(p.ubuf, 0, WIN);
+    CHECK(dma_ready(p) == 0);
+    fill(p->rbuf, WIN, 72);
+    memset(p->ubuf, 0, WIN);
     /* Slow descriptors, so that the queue fills and threads wait. */
     CHECK(write_param(SWDMA_PARAM "delay_ms", 1) == 0);
     for (i = 0; i < BOUND_THREADS; i++) {
-        jobs[i] = (struct bound_job){.p = &p, .idx = i};
+        jobs[i] = (struct bound_job){.p = p, .idx = i};
         CHECK(pthread_create(&th[i], NULL, bound_thread, &jobs[i]) == 0);
     }
     for (i = 0; i < BOUND_THREADS; i++) {
@@ -452,9 +399,9 @@ static int t_bound_threads(void) {
             ret = KSFT_FAIL;
         }
     }
-    CHECK(fence_all(p.cli) == 0);
+    CHECK(fence_all(p->cli) == 0);
     CHECK(faults_off() == 0);
-    CHECK(memcmp(p.ubuf, p.rbuf, BOUND_THREADS * BOUND_LEN) == 0);
+    CHECK(memcmp(p->ubuf, p->rbuf, BOUND_THREADS * BOUND_LEN) == 0);
     max = dbg_dma_value("queue_max");
     if (max < 0 || max > 64) {
         diag("an endpoint had %lld asynchronous transfers in flight (bound 64)", max);
@@ -473,14 +420,14 @@ static int t_bound_threads(void) {
 #define FAIR_LEN (4 * PAGE)
 
 static int t_fair(void) {
-    struct pair a[FAIR_EPS], b;
+    struct rma_pair a[FAIR_EPS], b;
     long long left;
     int i, k;
 
     NEED_DMA();
     for (k = 0; k < FAIR_EPS; k++)
-        CHECK(setup(&a[k]) == 0);
-    CHECK(setup(&b) == 0);
+        CHECK(open_pair(&a[k]) == 0);
+    CHECK(open_pair(&b) == 0);
     CHECK(dma_ready(&b) == 0);
     CHECK(dbg_wait("rma_inflight", 0) == 0);
     fill(b.rbuf, FAIR_LEN, 74);
@@ -504,8 +451,8 @@ static int t_fair(void) {
         return KSFT_FAIL;
     }
     for (k = 0; k < FAIR_EPS; k++)
-        close_pair(&a[k]);
-    close_pair(&b);
+        rma_pair_close(&a[k]);
+    rma_pair_close(&b);
     return rma_counters_zero();
 }
 
@@ -515,36 +462,34 @@ static int t_fair(void) {
  * none of them runs later (a later transfer once ran them into the first
  * transfer's pages, after those were unmapped).
  */
-static int t_submit_fails(void) {
+TEST_F(dma, submit_fails) {
     const size_t len = 64 * PAGE;
-    struct pair p;
+    struct rma_pair *p = &self->p;
     long long fb;
     uint8_t *copy = malloc(len);
 
-    NEED_DMA();
     CHECK(copy);
-    CHECK(setup(&p) == 0);
-    CHECK(dma_ready(&p) == 0);
-    fill(p.rbuf, len, 75);
-    memset(p.ubuf, 0, len);
+    CHECK(dma_ready(p) == 0);
+    fill(p->rbuf, len, 75);
+    memset(p->ubuf, 0, len);
     fb = dbg_dma_value("fallbacks");
     CHECK(write_param(SWDMA_PARAM "fail_submit", 3) == 0);
-    CHECK(scif_vreadfrom(p.cli, p.ubuf, len, ROFF, SCIF_RMA_SYNC) == 0);
+    CHECK(scif_vreadfrom(p->cli, p->ubuf, len, ROFF, SCIF_RMA_SYNC) == 0);
     CHECK(read_param(SWDMA_PARAM "fail_submit") == 0);
-    CHECK(memcmp(p.ubuf, p.rbuf, len) == 0);
+    CHECK(memcmp(p->ubuf, p->rbuf, len) == 0);
     CHECK(dbg_dma_value("fallbacks") == fb + 1);
-    memcpy(copy, p.ubuf, len);
+    memcpy(copy, p->ubuf, len);
     /* New source data, and a DMA transfer elsewhere that issues the channel. */
-    fill(p.rbuf, len, 76);
-    CHECK(scif_vreadfrom(p.cli, p.ubuf + len, len, ROFF + len, SCIF_RMA_SYNC) == 0);
-    CHECK(memcmp(p.ubuf + len, p.rbuf + len, len) == 0);
-    if (memcmp(copy, p.ubuf, len)) {
+    fill(p->rbuf, len, 76);
+    CHECK(scif_vreadfrom(p->cli, p->ubuf + len, len, ROFF + len, SCIF_RMA_SYNC) == 0);
+    CHECK(memcmp(p->ubuf + len, p->rbuf + len, len) == 0);
+    if (memcmp(copy, p->ubuf, len)) {
         diag("the failed batch's descriptors ran later, into byte %lld",
-             first_diff(copy, p.ubuf, len));
+             first_diff(copy, p->ubuf, len));
         return KSFT_FAIL;
     }
     CHECK(batches() == 0);
-    close_pair(&p);
+    rma_pair_close(p);
     return rma_counters_zero();
 }
 
@@ -565,7 +510,7 @@ static char thread_state(pid_t tid) {
 }
 
 struct stall_job {
-    struct pair *p;
+    struct rma_pair *p;
     pid_t tid;
     int ret, err;
 };
@@ -588,12 +533,12 @@ static void *stall_thread(void *arg) {
 static int t_stall(void) {
     struct stall_job j[2];
     pthread_t th[2];
-    struct pair p[2];
+    struct rma_pair p[2];
     long long resets;
     int i, ret = KSFT_PASS;
 
     NEED_DMA();
-    CHECK(setup(&p[0]) == 0 && setup(&p[1]) == 0);
+    CHECK(open_pair(&p[0]) == 0 && open_pair(&p[1]) == 0);
     CHECK(dma_ready(&p[0]) == 0);
     resets = dbg_dma_value("resets");
     CHECK(resets >= 0);
@@ -642,8 +587,8 @@ static int t_stall(void) {
     if (ret != KSFT_PASS)
         return ret;
     CHECK(dma_ready(&p[0]) == 0);
-    close_pair(&p[0]);
-    close_pair(&p[1]);
+    rma_pair_close(&p[0]);
+    rma_pair_close(&p[1]);
     return rma_counters_zero();
 }
 
@@ -657,24 +602,22 @@ static void on_usr1(int sig) {
  * the process got back (the buffer is unmapped and the memory reused
  * meanwhile), and everything is released after.
  */
-static int t_eintr_late(void) {
+TEST_F(dma, eintr_late) {
     const size_t len = 64 * PAGE;
     struct sigaction sa = {.sa_handler = on_usr1};
     struct stall_job j;
     pthread_t th;
-    struct pair p;
+    struct rma_pair *p = &self->p;
     uint8_t *fresh, *pat = malloc(len);
     long copied;
 
-    NEED_DMA();
     CHECK(pat);
-    CHECK(setup(&p) == 0);
-    CHECK(dma_ready(&p) == 0);
+    CHECK(dma_ready(p) == 0);
     CHECK(sigaction(SIGUSR1, &sa, NULL) == 0); /* no SA_RESTART */
-    fill(p.rbuf, len, 79);
+    fill(p->rbuf, len, 79);
     CHECK(write_param(SWDMA_PARAM "delay_ms", 20) == 0);
     copied = swdma_copied();
-    j = (struct stall_job){.p = &p};
+    j = (struct stall_job){.p = p};
     CHECK(pthread_create(&th, NULL, stall_thread, &j) == 0);
     /* Its first descriptor ran: the transfer is in its DMA wait now. */
     CHECK(wait_at_least(swdma_copied, copied + 1) > copied);
@@ -686,7 +629,7 @@ static int t_eintr_late(void) {
         return KSFT_FAIL;
     }
     /* Give the memory back, take new memory, fill it. */
-    CHECK(munmap(p.ubuf, WIN) == 0);
+    CHECK(munmap(p->ubuf, WIN) == 0);
     fresh = map_anon(WIN);
     CHECK(fresh);
     fill(pat, len, 80);
@@ -695,20 +638,20 @@ static int t_eintr_late(void) {
     CHECK(wait_below(batches, 1) == 0);
     CHECK(memcmp(fresh, pat, len) == 0);
     CHECK(faults_off() == 0);
-    close_pair(&p);
+    rma_pair_close(p);
     return rma_counters_zero();
 }
 
 static const struct scif_test tests[] = {
     {"async v* pins are charged to RLIMIT_MEMLOCK (ENOMEM past it)", t_async_memlock, 0},
-    {"the 64 async transfers bound is taken atomically with its check", t_bound_atomic, 0},
-    {"16 threads never get past 64 async transfers per endpoint", t_bound_threads, 0},
-    {"queue_max counts asynchronous transfers only, not CPU copies beside them", t_queue_max_async,
-     0},
+    {"the 64 async transfers bound is taken atomically with its check", dma_bound_atomic, 0},
+    {"16 threads never get past 64 async transfers per endpoint", dma_bound_threads, 0},
+    {"queue_max counts asynchronous transfers only, not CPU copies beside them",
+     dma_queue_max_async, 0},
     {"an endpoint's long queue does not hold back another endpoint", t_fair, 0},
-    {"submit fails mid-batch: submitted descriptors drain, none runs later", t_submit_fails, 0},
+    {"submit fails mid-batch: submitted descriptors drain, none runs later", dma_submit_fails, 0},
     {"stalled channel: interruptible waits, reset, data by CPU", t_stall, 200},
-    {"a signal ends a DMA wait (EINTR); late completion writes only held pages", t_eintr_late, 0},
+    {"a signal ends a DMA wait (EINTR); late completion writes only held pages", dma_eintr_late, 0},
 };
 
 int main(int argc, char **argv) {

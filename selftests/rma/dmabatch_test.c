@@ -24,35 +24,15 @@
 #define HUGE (2UL << 20)
 #define WIN (16UL << 20)
 #define ROFF 0x20000000L
-#define SWDMA_PARAM "/sys/module/scif_swdma/parameters/"
-#define SCIF_PARAM "/sys/module/scif/parameters/"
-
-struct pair {
-    int srv, cli;
-    uint8_t *rbuf; /* server (node 1) memory behind the window at ROFF */
-    uint8_t *ubuf; /* client (node 0) memory for the v* calls */
-};
-
-static int faults_off(void) {
-    return write_long(SWDMA_PARAM "fail_submit", 0) | write_long(SWDMA_PARAM "stall", 0) |
-           write_long(SWDMA_PARAM "delay_ms", 0);
-}
-
-static long long swdma_descs(void) {
-    return read_long(SWDMA_PARAM "descs");
-}
-
 /* len bytes, 2 MiB aligned, with huge pages when the kernel gives them. */
 static uint8_t *huge_buf(size_t len) {
-    uint8_t *p = map_anon(len + HUGE);
-    uintptr_t a;
+    uint8_t *p = map_anon_aligned(len, HUGE);
 
     if (!p)
         return NULL;
-    a = ((uintptr_t)p + HUGE - 1) & ~(uintptr_t)(HUGE - 1);
-    (void)madvise((void *)a, len, MADV_HUGEPAGE);
-    memset((void *)a, 0, len);
-    return (uint8_t *)a;
+    (void)madvise(p, len, MADV_HUGEPAGE);
+    memset(p, 0, len);
+    return p;
 }
 
 /*
@@ -95,55 +75,42 @@ static long huge_kb(const void *addr) {
     return kb;
 }
 
-/* Server on node 1 with a WIN byte window on @rbuf at ROFF, client on node 0. */
-static int setup(struct pair *p, uint8_t *rbuf, uint8_t *ubuf) {
-    p->rbuf = rbuf;
-    p->ubuf = ubuf;
-    if (!rbuf || !ubuf)
-        return -1;
-    if (connect_pair(1, 0, &p->srv, &p->cli))
-        return -1;
-    if (scif_register(p->srv, p->rbuf, WIN, ROFF, SCIF_PROT_READ | SCIF_PROT_WRITE,
-                      SCIF_MAP_FIXED) != ROFF) {
-        diag("register: %s", strerror(errno));
-        return -1;
-    }
-    return 0;
+/*
+ * The fixture: the RMA pair (server on node 1 with a WIN byte window at
+ * ROFF, client on node 0), its buffers huge page backed or fragmented as
+ * the variant says; the variant's seed is that of the data cases.
+ */
+FIXTURE(batch) {
+    struct rma_pair p;
+};
+
+FIXTURE_VARIANT(batch) {
+    int rhuge, uhuge;
+    uint64_t seed;
+};
+
+FIXTURE_VARIANT_ADD(batch, huge_frag){.rhuge = 1, .uhuge = 0, .seed = 200};
+FIXTURE_VARIANT_ADD(batch, frag_huge){.rhuge = 0, .uhuge = 1, .seed = 300};
+FIXTURE_VARIANT_ADD(batch, huge_huge){.rhuge = 1, .uhuge = 1, .seed = 400};
+FIXTURE_VARIANT_ADD(batch, frag_frag){.rhuge = 0, .uhuge = 0, .seed = 500};
+
+FIXTURE_SETUP(batch) {
+    uint8_t *r, *u;
+
+    NEED_DMA();
+    r = variant->rhuge ? huge_buf(WIN) : frag_buf(WIN);
+    u = variant->uhuge ? huge_buf(WIN) : frag_buf(WIN);
+    CHECK(r && u);
+    CHECK(rma_pair_open(&self->p, r, u, WIN, ROFF) == 0);
+    return KSFT_PASS;
 }
 
-static void close_pair(struct pair *p) {
-    scif_close(p->cli);
-    scif_close(p->srv);
+FIXTURE_TEARDOWN(batch) {
+    rma_pair_close(&self->p);
 }
-
-/* Wait (bounded) until the DMA channel moves data again (after a reset). */
-static int dma_ready(struct pair *p) {
-    int i;
-
-    for (i = 0; i < 100; i++) {
-        long long before = dbg_dma_value("dma_bytes");
-
-        if (scif_vreadfrom(p->cli, p->ubuf, 16 * PAGE, ROFF, SCIF_RMA_SYNC))
-            return -1;
-        if (dbg_dma_value("dma_bytes") > before)
-            return 0;
-        sleep_ms(50);
-    }
-    diag("the DMA channel did not come back");
-    return -1;
-}
-
-#define NEED_DMA()                                                                                 \
-    do {                                                                                           \
-        if (!swdma_loaded())                                                                       \
-            return test_skip("needs the software DMA engine ([dma] pass)");                        \
-        REQUIRE_NODE(1);                                                                           \
-        CHECK(faults_off() == 0);                                                                  \
-        CHECK(swdma_descs() >= 0);                                                                 \
-    } while (0)
 
 /* Both buffers of @p backed by huge pages, else a skip reason. */
-static int need_huge(struct pair *p) {
+static int need_huge(struct rma_pair *p) {
     long a = huge_kb(p->rbuf), b = huge_kb(p->ubuf);
 
     if (a < (long)(WIN / 2048) || b < (long)(WIN / 2048))
@@ -156,25 +123,23 @@ static int need_huge(struct pair *p) {
  * than it has pages (one per page before runs were merged): at most one
  * per 64 pages.
  */
-static int t_contig_descs(void) {
+TEST_F(batch, contig_descs) {
     const size_t len = 8UL << 20;
-    struct pair p;
+    struct rma_pair *p = &self->p;
     long long d0, d1, c0, c1;
     int r;
 
-    NEED_DMA();
-    CHECK(setup(&p, huge_buf(WIN), huge_buf(WIN)) == 0);
-    r = need_huge(&p);
+    r = need_huge(p);
     if (r != KSFT_PASS)
         return r;
-    CHECK(dma_ready(&p) == 0);
-    fill(p.rbuf, len, 101);
+    CHECK(dma_ready(p) == 0);
+    fill(p->rbuf, len, 101);
     d0 = swdma_descs();
     c0 = dbg_dma_value("descs");
-    CHECK(scif_vreadfrom(p.cli, p.ubuf, len, ROFF, SCIF_RMA_SYNC) == 0);
+    CHECK(scif_vreadfrom(p->cli, p->ubuf, len, ROFF, SCIF_RMA_SYNC) == 0);
     d1 = swdma_descs();
     c1 = dbg_dma_value("descs");
-    CHECK(memcmp(p.ubuf, p.rbuf, len) == 0);
+    CHECK(memcmp(p->ubuf, p->rbuf, len) == 0);
     diag("%zu pages moved with %lld descriptors (scif counted %lld)", len / PAGE, d1 - d0, c1 - c0);
     if (d1 - d0 > (long long)(len / PAGE / 64)) {
         diag("more than one descriptor per 64 pages of physically contiguous memory");
@@ -182,15 +147,16 @@ static int t_contig_descs(void) {
     }
     CHECK(d1 > d0);
     CHECK(c1 - c0 == d1 - d0);
-    close_pair(&p);
+    rma_pair_close(p);
     return rma_counters_zero();
 }
+TEST_F_VARIANT(batch, contig_descs, huge_huge);
 
 /*
  * vreadfrom/vwriteto of [roff, roff + len) of the window against ubuf +
  * uoff, with the bytes around the range guarded; KSFT_PASS when exact.
  */
-static int copy_check(struct pair *p, size_t roff, size_t uoff, size_t len, int write,
+static int copy_check(struct rma_pair *p, size_t roff, size_t uoff, size_t len, int write,
                       uint64_t seed) {
     const size_t g = 4 * PAGE; /* guard on each side */
     uint8_t *src = write ? p->ubuf + uoff : p->rbuf + roff;
@@ -242,166 +208,151 @@ static const struct {
     {3 * PAGE + 1000, 0, 257 * PAGE},
 };
 
-/* Data across run boundaries between buffers @r and @u (both WIN bytes). */
-static int run_cases(uint8_t *r, uint8_t *u, uint64_t seed) {
-    struct pair p;
+/* Data across run boundaries between the fixture's buffers (both WIN bytes). */
+TEST_F(batch, cases) {
+    struct rma_pair *p = &self->p;
+    uint64_t seed = variant->seed;
     long long d0;
     size_t i;
     int w;
 
-    CHECK(setup(&p, r, u) == 0);
-    CHECK(dma_ready(&p) == 0);
+    CHECK(dma_ready(p) == 0);
     d0 = swdma_descs();
     for (i = 0; i < ARRAY_SIZE(cases); i++)
         for (w = 0; w < 2; w++)
-            if (copy_check(&p, cases[i].roff, cases[i].uoff, cases[i].len, w, seed + i * 2 + w) !=
+            if (copy_check(p, cases[i].roff, cases[i].uoff, cases[i].len, w, seed + i * 2 + w) !=
                 KSFT_PASS)
                 return KSFT_FAIL;
     diag("%lld descriptors", swdma_descs() - d0);
     CHECK(swdma_descs() > d0); /* it was DMA */
     CHECK(dbg_dma_value("batches") == 0);
-    close_pair(&p);
+    rma_pair_close(p);
     return rma_counters_zero();
 }
 
-static int t_huge_vs_frag(void) {
-    NEED_DMA();
-    return run_cases(huge_buf(WIN), frag_buf(WIN), 200);
-}
-
-static int t_frag_vs_huge(void) {
-    NEED_DMA();
-    return run_cases(frag_buf(WIN), huge_buf(WIN), 300);
-}
-
-static int t_huge_vs_huge(void) {
-    NEED_DMA();
-    return run_cases(huge_buf(WIN), huge_buf(WIN), 400);
-}
-
-static int t_frag_vs_frag(void) {
-    NEED_DMA();
-    return run_cases(frag_buf(WIN), frag_buf(WIN), 500);
-}
+TEST_F_VARIANT(batch, cases, huge_frag);
+TEST_F_VARIANT(batch, cases, frag_huge);
+TEST_F_VARIANT(batch, cases, huge_huge);
+TEST_F_VARIANT(batch, cases, frag_frag);
 
 /*
  * The @n-th submission of a vreadfrom of @len bytes fails: the call
  * succeeds with the data right, one fallback counted, no batch left, and
  * no descriptor of the failed batch lands later.
  */
-static int submit_fails(uint8_t *r, uint8_t *u, size_t len, int n) {
-    struct pair p;
+static int submit_fails(struct rma_pair *p, size_t len, int n) {
     long long fb, d0;
     uint8_t *copy = malloc(len);
 
     CHECK(copy);
-    CHECK(setup(&p, r, u) == 0);
-    CHECK(dma_ready(&p) == 0);
-    fill(p.rbuf, len, 600 + n);
-    memset(p.ubuf, 0, len);
+    CHECK(dma_ready(p) == 0);
+    fill(p->rbuf, len, 600 + n);
+    memset(p->ubuf, 0, len);
     fb = dbg_dma_value("fallbacks");
     d0 = swdma_descs();
     CHECK(write_long(SWDMA_PARAM "fail_submit", n) == 0);
-    CHECK(scif_vreadfrom(p.cli, p.ubuf, len, ROFF, SCIF_RMA_SYNC) == 0);
+    CHECK(scif_vreadfrom(p->cli, p->ubuf, len, ROFF, SCIF_RMA_SYNC) == 0);
     if (read_long(SWDMA_PARAM "fail_submit") != 0) {
         diag("the transfer submitted fewer than %d descriptors", n);
         return KSFT_FAIL;
     }
-    CHECK(memcmp(p.ubuf, p.rbuf, len) == 0);
+    CHECK(memcmp(p->ubuf, p->rbuf, len) == 0);
     CHECK(dbg_dma_value("fallbacks") == fb + 1);
     CHECK(swdma_descs() >= d0 + n - 1); /* those before the failed one ran */
-    memcpy(copy, p.ubuf, len);
-    fill(p.rbuf, len, 700 + n);
+    memcpy(copy, p->ubuf, len);
+    fill(p->rbuf, len, 700 + n);
     /* Another DMA transfer issues the channel again: nothing old may land. */
-    CHECK(scif_vreadfrom(p.cli, p.ubuf + len, 16 * PAGE, ROFF + (off_t)len, SCIF_RMA_SYNC) == 0);
-    if (memcmp(copy, p.ubuf, len)) {
+    CHECK(scif_vreadfrom(p->cli, p->ubuf + len, 16 * PAGE, ROFF + (off_t)len, SCIF_RMA_SYNC) == 0);
+    if (memcmp(copy, p->ubuf, len)) {
         diag("a descriptor of the failed batch ran later, into byte %lld",
-             first_diff(copy, p.ubuf, len));
+             first_diff(copy, p->ubuf, len));
         return KSFT_FAIL;
     }
     CHECK(dbg_dma_value("batches") == 0);
     free(copy);
-    close_pair(&p);
+    rma_pair_close(p);
     return rma_counters_zero();
 }
 
-static int t_submit_fails_frag(void) {
-    NEED_DMA();
-    return submit_fails(frag_buf(WIN), frag_buf(WIN), 2 * HUGE, 5);
+TEST_F(batch, submit_fails_mid) {
+    return submit_fails(&self->p, 2 * HUGE, 5);
 }
+TEST_F_VARIANT(batch, submit_fails_mid, frag_frag);
 
-static int t_submit_fails_first(void) {
-    NEED_DMA();
-    return submit_fails(frag_buf(WIN), frag_buf(WIN), 2 * HUGE, 1);
+TEST_F(batch, submit_fails_first) {
+    return submit_fails(&self->p, 2 * HUGE, 1);
 }
+TEST_F_VARIANT(batch, submit_fails_first, frag_frag);
 
 /*
  * Huge pages: a 4 MiB copy takes a few descriptors (counted by a first
  * copy); the last of them, the batch's armed one, fails.
  */
-static int t_submit_fails_last(void) {
-    struct pair p;
+TEST_F(batch, submit_fails_last) {
+    struct rma_pair *p = &self->p;
     long long d0, n;
     int r;
 
-    NEED_DMA();
-    CHECK(setup(&p, huge_buf(WIN), huge_buf(WIN)) == 0);
-    r = need_huge(&p);
+    r = need_huge(p);
     if (r != KSFT_PASS)
         return r;
-    CHECK(dma_ready(&p) == 0);
+    CHECK(dma_ready(p) == 0);
     d0 = swdma_descs();
-    CHECK(scif_vreadfrom(p.cli, p.ubuf, 2 * HUGE, ROFF, SCIF_RMA_SYNC) == 0);
+    CHECK(scif_vreadfrom(p->cli, p->ubuf, 2 * HUGE, ROFF, SCIF_RMA_SYNC) == 0);
     n = swdma_descs() - d0;
-    close_pair(&p);
+    rma_pair_close(p);
     if (n < 2)
         return test_skip("the huge pages are physically contiguous: %lld descriptor(s)", n);
-    return submit_fails(p.rbuf, p.ubuf, 2 * HUGE, (int)n);
+    CHECK(rma_pair_open(p, p->rbuf, p->ubuf, WIN, ROFF) == 0);
+    return submit_fails(p, 2 * HUGE, (int)n);
 }
+TEST_F_VARIANT(batch, submit_fails_last, huge_huge);
 
 /*
  * A channel that never completes a batch of long runs: the call times out
  * (dma_timeout_ms), the channel is reset, the CPU moves the data.
  */
-static int t_stall_contig(void) {
+TEST_F(batch, stall_contig) {
     const size_t len = 4UL << 20;
-    struct pair p;
+    struct rma_pair *p = &self->p;
     long long resets, fb;
     int ret;
 
-    NEED_DMA();
-    CHECK(setup(&p, huge_buf(WIN), huge_buf(WIN)) == 0);
-    CHECK(dma_ready(&p) == 0);
-    fill(p.rbuf, len, 800);
-    memset(p.ubuf, 0, len);
+    CHECK(dma_ready(p) == 0);
+    fill(p->rbuf, len, 800);
+    memset(p->ubuf, 0, len);
     resets = dbg_dma_value("resets");
     fb = dbg_dma_value("fallbacks");
     CHECK(write_long(SCIF_PARAM "dma_timeout_ms", 1000) == 0);
     CHECK(write_long(SWDMA_PARAM "stall", 1) == 0);
-    ret = scif_vreadfrom(p.cli, p.ubuf, len, ROFF, SCIF_RMA_SYNC);
+    ret = scif_vreadfrom(p->cli, p->ubuf, len, ROFF, SCIF_RMA_SYNC);
     CHECK(faults_off() == 0);
     CHECK(write_long(SCIF_PARAM "dma_timeout_ms", 5000) == 0);
     CHECK(ret == 0);
-    CHECK(memcmp(p.ubuf, p.rbuf, len) == 0);
+    CHECK(memcmp(p->ubuf, p->rbuf, len) == 0);
     CHECK(dbg_dma_value("resets") > resets);
     CHECK(dbg_dma_value("fallbacks") > fb);
     CHECK(dbg_dma_value("batches") == 0);
-    CHECK(dma_ready(&p) == 0);
-    close_pair(&p);
+    CHECK(dma_ready(p) == 0);
+    rma_pair_close(p);
     return rma_counters_zero();
 }
+TEST_F_VARIANT(batch, stall_contig, huge_huge);
 
 static const struct scif_test tests[] = {
-    {"huge pages: far fewer descriptors than pages", t_contig_descs, 0},
-    {"data across runs: huge pages to fragmented pages", t_huge_vs_frag, 0},
-    {"data across runs: fragmented pages to huge pages", t_frag_vs_huge, 0},
-    {"data across runs: huge pages both sides, unaligned", t_huge_vs_huge, 0},
-    {"data across runs: fragmented pages both sides, batch bounds", t_frag_vs_frag, 0},
-    {"submit fails mid-batch of page runs: CPU fallback, nothing lands later", t_submit_fails_frag,
-     0},
-    {"first submit fails: CPU fallback", t_submit_fails_first, 0},
-    {"last submit of a batch of long runs fails: CPU fallback", t_submit_fails_last, 0},
-    {"stalled channel with long runs: timeout, reset, data by CPU", t_stall_contig, 0},
+    {"huge pages: far fewer descriptors than pages", FIXTURE_FN(batch, contig_descs, huge_huge), 0},
+    {"data across runs: huge pages to fragmented pages", FIXTURE_FN(batch, cases, huge_frag), 0},
+    {"data across runs: fragmented pages to huge pages", FIXTURE_FN(batch, cases, frag_huge), 0},
+    {"data across runs: huge pages both sides, unaligned", FIXTURE_FN(batch, cases, huge_huge), 0},
+    {"data across runs: fragmented pages both sides, batch bounds",
+     FIXTURE_FN(batch, cases, frag_frag), 0},
+    {"submit fails mid-batch of page runs: CPU fallback, nothing lands later",
+     FIXTURE_FN(batch, submit_fails_mid, frag_frag), 0},
+    {"first submit fails: CPU fallback", FIXTURE_FN(batch, submit_fails_first, frag_frag), 0},
+    {"last submit of a batch of long runs fails: CPU fallback",
+     FIXTURE_FN(batch, submit_fails_last, huge_huge), 0},
+    {"stalled channel with long runs: timeout, reset, data by CPU",
+     FIXTURE_FN(batch, stall_contig, huge_huge), 0},
 };
 
 int main(int argc, char **argv) {

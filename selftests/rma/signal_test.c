@@ -21,9 +21,20 @@
 #define SRC_OFF 0x100000000L
 #define DST_OFF 0x1000000000L
 
-struct huge {
+/*
+ * The fixture of the fence waits: a loopback pair whose client copies the
+ * huge range (huge_open()); the variant says whether the handler restarts.
+ */
+FIXTURE(huge) {
     int srv, cli;
 };
+
+FIXTURE_VARIANT(huge) {
+    int restart;
+};
+
+FIXTURE_VARIANT_ADD(huge, restart){.restart = 1};
+FIXTURE_VARIANT_ADD(huge, eintr){.restart = 0};
 
 /* The same buffer as @n consecutive windows of @ep from @off. */
 static int reg_repeat(int ep, void *buf, off_t off, int n) {
@@ -36,7 +47,7 @@ static int reg_repeat(int ep, void *buf, off_t off, int n) {
     return 0;
 }
 
-static int huge_setup(struct huge *h) {
+static int huge_open(struct huge_fixture *h) {
     void *src, *dst;
 
     if (connect_pair(0, 0, &h->srv, &h->cli))
@@ -52,7 +63,20 @@ static int huge_setup(struct huge *h) {
     return 0;
 }
 
-static int huge_copy(struct huge *h) {
+FIXTURE_SETUP(huge) {
+    self->srv = self->cli = -1;
+    CHECK(huge_open(self) == 0);
+    return KSFT_PASS;
+}
+
+FIXTURE_TEARDOWN(huge) {
+    if (self->cli >= 0)
+        scif_close(self->cli);
+    if (self->srv >= 0)
+        scif_close(self->srv);
+}
+
+static int huge_copy(struct huge_fixture *h) {
     return scif_readfrom(h->cli, DST_OFF, TOTAL, SRC_OFF, SCIF_RMA_USECPU | SCIF_RMA_SYNC);
 }
 
@@ -83,9 +107,9 @@ static int t_kill_copy(void) {
     pid = fork();
     CHECK(pid >= 0);
     if (!pid) {
-        struct huge h;
+        struct huge_fixture h;
 
-        if (huge_setup(&h))
+        if (huge_open(&h))
             _exit(2);
         if (write(ready[1], &b, 1) != 1 || read(go[0], &b, 1) != 1)
             _exit(3);
@@ -147,7 +171,7 @@ static int in_ioctl(pid_t tid) {
 }
 
 static void *copy_thread(void *arg) {
-    huge_copy((struct huge *)arg);
+    huge_copy((struct huge_fixture *)arg);
     return NULL;
 }
 
@@ -166,10 +190,11 @@ static void *kick_thread(void *arg) {
     return NULL;
 }
 
-static int fence_wait_signal(int restart) {
+TEST_F(huge, fence_wait) {
     struct sigaction sa;
     struct waiter w = {0};
-    struct huge h;
+    struct huge_fixture *h = self;
+    int restart = variant->restart;
     pthread_t copier;
     int mark, r, e;
 
@@ -177,14 +202,13 @@ static int fence_wait_signal(int restart) {
     sa.sa_handler = on_usr1;
     sa.sa_flags = restart ? SA_RESTART : 0;
     CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
-    CHECK(huge_setup(&h) == 0);
-    CHECK(pthread_create(&copier, NULL, copy_thread, &h) == 0);
+    CHECK(pthread_create(&copier, NULL, copy_thread, h) == 0);
     CHECK(wait_inflight() == 0);
-    CHECK(scif_fence_mark(h.cli, SCIF_FENCE_INIT_SELF, &mark) == 0);
+    CHECK(scif_fence_mark(h->cli, SCIF_FENCE_INIT_SELF, &mark) == 0);
     w.tid = (pid_t)syscall(SYS_gettid);
     CHECK(pthread_create(&w.th, NULL, kick_thread, &w) == 0);
     errno = 0;
-    r = scif_fence_wait(h.cli, mark);
+    r = scif_fence_wait(h->cli, mark);
     e = errno;
     w.stop = 1;
     pthread_join(w.th, NULL);
@@ -207,21 +231,19 @@ static int fence_wait_signal(int restart) {
     }
     pthread_join(copier, NULL);
     /* The mark is passed once the copy is done. */
-    CHECK(scif_fence_wait(h.cli, mark) == 0);
+    CHECK(scif_fence_wait(h->cli, mark) == 0);
     return KSFT_PASS;
 }
 
-static int t_wait_restart(void) {
-    return fence_wait_signal(1);
-}
-static int t_wait_eintr(void) {
-    return fence_wait_signal(0);
-}
+TEST_F_VARIANT(huge, fence_wait, restart);
+TEST_F_VARIANT(huge, fence_wait, eintr);
 
 static const struct scif_test tests[] = {
     {"SIGKILL ends a synchronous copy of a huge range", t_kill_copy, 600},
-    {"fence wait interrupted by an SA_RESTART handler is restarted", t_wait_restart, 600},
-    {"fence wait interrupted by a handler without SA_RESTART: EINTR", t_wait_eintr, 600},
+    {"fence wait interrupted by an SA_RESTART handler is restarted",
+     FIXTURE_FN(huge, fence_wait, restart), 600},
+    {"fence wait interrupted by a handler without SA_RESTART: EINTR",
+     FIXTURE_FN(huge, fence_wait, eintr), 600},
 };
 
 int main(int argc, char **argv) {
