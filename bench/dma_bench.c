@@ -39,20 +39,14 @@
 
 #include <scif.h>
 
+#include "scif_test.h"
+
 #define MiB (1UL << 20)
 #define HUGE_ALIGN (2 * MiB)
 #define GOAL 0.8
-#define RMA_DMA "/sys/kernel/debug/scif/rma_dma"
 #define REF_FILE "/sys/kernel/debug/scif_swdma/memcpy_ns"
 
 static size_t max_size = 64 * MiB;
-
-static double now(void) {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void die(const char *what) {
     fprintf(stderr, "dma_bench: %s: %s\n", what, strerror(errno));
@@ -61,46 +55,14 @@ static void die(const char *what) {
 
 /* len bytes, 2 MiB aligned, advised for huge pages, filled with @c. */
 static void *huge_buf(size_t len, int c) {
-    size_t span = len + HUGE_ALIGN;
-    uint8_t *p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    uintptr_t a;
+    void *p = map_anon_aligned(len, HUGE_ALIGN);
 
-    if (p == MAP_FAILED)
+    if (!p)
         die("mmap");
-    a = ((uintptr_t)p + HUGE_ALIGN - 1) & ~(uintptr_t)(HUGE_ALIGN - 1);
     /* best effort */
-    (void)madvise((void *)a, len, getenv("DMA_BENCH_NOHUGE") ? MADV_NOHUGEPAGE : MADV_HUGEPAGE);
-    memset((void *)a, c, len);
-    return (void *)a;
-}
-
-/* Value of the "key value" line of the rma_dma debugfs file, or -1. */
-static long long dma_value(const char *key) {
-    char line[128], k[64];
-    long long v = -1, x;
-    FILE *f = fopen(RMA_DMA, "r");
-
-    if (!f)
-        return -1;
-    while (fgets(line, sizeof(line), f))
-        if (sscanf(line, "%63s %lld", k, &x) == 2 && !strcmp(k, key))
-            v = x;
-    fclose(f);
-    return v;
-}
-
-static int dma_channel_present(void) {
-    char line[128];
-    int present = 0;
-    FILE *f = fopen(RMA_DMA, "r");
-
-    if (!f)
-        return 0;
-    while (fgets(line, sizeof(line), f))
-        if (!strncmp(line, "channel ", 8) && strncmp(line + 8, "none", 4))
-            present = 1;
-    fclose(f);
-    return present;
+    (void)madvise(p, len, getenv("DMA_BENCH_NOHUGE") ? MADV_NOHUGEPAGE : MADV_HUGEPAGE);
+    memset(p, c, len);
+    return p;
 }
 
 /*
@@ -126,41 +88,6 @@ static double ref_bw(size_t len, double *cpu) {
         return -1;
     *cpu = len / (cns * 1e-9) / 1e6;
     return len / (ns * 1e-9) / 1e6;
-}
-
-struct hello {
-    uint16_t port;
-};
-
-/* The child (node 1): accept, register its window, wait for the parent. */
-static void child(int wfd, int rfd) {
-    struct scif_portID peer;
-    struct hello h;
-    scif_epd_t l, e;
-    uint8_t *buf = huge_buf(max_size, 0x5a);
-    char c;
-    int p;
-
-    l = scif_open();
-    if (l < 0)
-        die("child scif_open");
-    p = scif_bind(l, 0);
-    if (p < 0 || scif_listen(l, 1) < 0)
-        die("child bind/listen");
-    h.port = (uint16_t)p;
-    if (write(wfd, &h, sizeof(h)) != sizeof(h))
-        die("child write");
-    if (scif_accept(l, &peer, &e, SCIF_ACCEPT_SYNC) < 0)
-        die("child accept");
-    if (scif_register(e, buf, max_size, 0, SCIF_PROT_READ | SCIF_PROT_WRITE, SCIF_MAP_FIXED) != 0)
-        die("child register");
-    if (write(wfd, "r", 1) != 1)
-        die("child write");
-    if (read(rfd, &c, 1) < 0)
-        die("child read");
-    scif_close(e);
-    scif_close(l);
-    _exit(0);
 }
 
 enum kind { K_READ, K_WRITE, K_VREAD, K_VWRITE, K_NKINDS };
@@ -200,24 +127,24 @@ static int measure(struct ctx *c, enum kind k, size_t len, struct result *r) {
     r->mbs = 0;
     if (one(c, k, len)) /* warm up: faults, cache entry, channel */
         return -1;
-    d0 = dma_value("descs");
-    n0 = dma_value("copies");
+    d0 = dbg_dma_value("descs");
+    n0 = dbg_dma_value("copies");
     for (round = 0; round < 3; round++) {
-        double t0 = now(), t;
+        double t0 = now_sec(), t;
         long n = 0;
 
         do {
             if (one(c, k, len))
                 return -1;
             n++;
-            t = now() - t0;
+            t = now_sec() - t0;
         } while (t < 0.04 || n < 2);
         if (n * len / t / 1e6 > r->mbs)
             r->mbs = n * len / t / 1e6;
         calls += n;
     }
-    d1 = dma_value("descs");
-    n1 = dma_value("copies");
+    d1 = dbg_dma_value("descs");
+    n1 = dbg_dma_value("copies");
     r->descs = (d0 < 0 || d1 < 0 || n1 == n0) ? -1 : (double)(d1 - d0) / calls;
     return 0;
 }
@@ -225,7 +152,7 @@ static int measure(struct ctx *c, enum kind k, size_t len, struct result *r) {
 int main(int argc, char **argv) {
     int to_parent[2], to_child[2], st, k;
     struct scif_portID dst;
-    struct hello h;
+    struct window_hello h;
     struct ctx c;
     size_t len;
     char r;
@@ -241,7 +168,7 @@ int main(int argc, char **argv) {
         die("fork");
     if (pid == 0) {
         setenv("SCIF_NODE", "1", 1);
-        child(to_parent[1], to_child[0]);
+        window_server("dma_bench", to_parent[1], to_child[0], huge_buf(max_size, 0x5a), max_size);
     }
     if (read(to_parent[0], &h, sizeof(h)) != sizeof(h))
         die("hello");
@@ -261,7 +188,7 @@ int main(int argc, char **argv) {
     /* The module takes its DMA channel on first use. */
     if (scif_readfrom(c.ep, 0, 4096, 0, SCIF_RMA_SYNC))
         die("scif_readfrom");
-    if (!dma_channel_present()) {
+    if (dbg_dma_channel() <= 0) {
         fprintf(stderr, "dma_bench: the module has no DMA channel (load scif_swdma.ko, "
                         "run as root with debugfs)\n");
         return 1;

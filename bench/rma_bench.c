@@ -43,17 +43,11 @@
 
 #include <scif.h>
 
+#include "scif_test.h"
+
 #define MiB (1UL << 20)
-#define PORT 0
 
 static size_t max_size = 64 * MiB;
-
-static double now(void) {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void die(const char *what) {
     fprintf(stderr, "rma_bench: %s: %s\n", what, strerror(errno));
@@ -61,66 +55,15 @@ static void die(const char *what) {
 }
 
 static void *map_buf(size_t len) {
-    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *p = map_anon(len);
 
-    if (p == MAP_FAILED)
+    if (!p)
         die("mmap");
     /* RMA_BENCH_THP=1: back every buffer and window with huge pages. */
     if (getenv("RMA_BENCH_THP") && madvise(p, len, MADV_HUGEPAGE))
         die("madvise");
     memset(p, 0x33, len);
     return p;
-}
-
-struct hello {
-    uint16_t port;
-    uint64_t addr;
-};
-
-/* The child: listen, accept, register, report, wait for the parent. */
-static void child(int wfd, int rfd) {
-    struct scif_portID peer;
-    struct hello h;
-    scif_epd_t l, e;
-    uint8_t *buf = map_buf(max_size);
-    char c;
-    int p;
-
-    l = scif_open();
-    if (l < 0)
-        die("child scif_open");
-    p = scif_bind(l, PORT);
-    if (p < 0 || scif_listen(l, 1) < 0)
-        die("child bind/listen");
-    h.port = (uint16_t)p;
-    h.addr = (uintptr_t)buf;
-    if (write(wfd, &h, sizeof(h)) != sizeof(h))
-        die("child write");
-    if (scif_accept(l, &peer, &e, SCIF_ACCEPT_SYNC) < 0)
-        die("child accept");
-    if (scif_register(e, buf, max_size, 0, SCIF_PROT_READ | SCIF_PROT_WRITE, SCIF_MAP_FIXED) != 0)
-        die("child register");
-    if (write(wfd, "r", 1) != 1)
-        die("child write");
-    if (read(rfd, &c, 1) < 0)
-        die("child read");
-    scif_close(e);
-    scif_close(l);
-    _exit(0);
-}
-
-static int dma_channel_present(void) {
-    char line[128];
-    int present = 0;
-    FILE *f = fopen("/sys/kernel/debug/scif/rma_dma", "r");
-
-    if (!f)
-        return -1;
-    while (fgets(line, sizeof(line), f))
-        if (!strncmp(line, "channel ", 8) && strncmp(line + 8, "none", 4))
-            present = 1;
-    fclose(f);
-    return present;
 }
 
 enum kind { K_VREAD, K_READ, K_VWRITE, K_CMA, K_MEMCPY };
@@ -204,14 +147,14 @@ static double bw(struct ctx *c, enum kind k, size_t len, int flags) {
     if (one(c, k, len, flags)) /* warm up (and fault in) */
         return -1;
     for (round = 0; round < 3; round++) {
-        double t0 = now(), t;
+        double t0 = now_sec(), t;
         long n = 0;
 
         do {
             if (one(c, k, len, flags))
                 return -1;
             n++;
-            t = now() - t0;
+            t = now_sec() - t0;
         } while (t < 0.04 || n < 2);
         if (n * len / t / 1e6 > best)
             best = n * len / t / 1e6;
@@ -241,11 +184,11 @@ static int lat4k(struct ctx *c, enum kind k, int flags, double *med, double *p99
     if (one(c, k, 4096, flags))
         return -1;
     for (i = 0; i < LAT_N; i++) {
-        double a = now();
+        double a = now_sec();
 
         if (one(c, k, 4096, flags))
             return -1;
-        t[i] = (now() - a) * 1e6;
+        t[i] = (now_sec() - a) * 1e6;
     }
     qsort(t, LAT_N, sizeof(t[0]), cmp_double);
     *med = t[LAT_N / 2];
@@ -304,32 +247,32 @@ static void reg_cost(struct ctx *c) {
     double t0, reg, unreg, ml, mu;
     int i, n = 10;
 
-    t0 = now();
+    t0 = now_sec();
     reg = unreg = 0;
     for (i = 0; i < n; i++) {
-        double a = now(), b;
+        double a = now_sec(), b;
         off_t o = scif_register(c->ep, m, len, 0, SCIF_PROT_READ | SCIF_PROT_WRITE, 0);
 
         if (o < 0)
             die("register");
-        b = now();
+        b = now_sec();
         if (scif_unregister(c->ep, o, len))
             die("unregister");
         reg += b - a;
-        unreg += now() - b;
+        unreg += now_sec() - b;
     }
     (void)t0;
     ml = mu = 0;
     for (i = 0; i < n; i++) {
-        double a = now(), b;
+        double a = now_sec(), b;
 
         if (mlock(m, len))
             die("mlock");
-        b = now();
+        b = now_sec();
         if (munlock(m, len))
             die("munlock");
         ml += b - a;
-        mu += now() - b;
+        mu += now_sec() - b;
     }
     printf("\nregistration cost per 4 KiB page (16 MiB region, %d rounds):\n", n);
     printf("  scif_register   %8.3f us/page    scif_unregister %8.3f us/page\n",
@@ -343,7 +286,7 @@ static void reg_cost(struct ctx *c) {
 int main(int argc, char **argv) {
     int to_parent[2], to_child[2], dma, st;
     struct scif_portID dst;
-    struct hello h;
+    struct window_hello h;
     struct ctx c;
     struct {
         size_t len;
@@ -367,7 +310,7 @@ int main(int argc, char **argv) {
 
         if (node)
             setenv("SCIF_NODE", node, 1);
-        child(to_parent[1], to_child[0]);
+        window_server("rma_bench", to_parent[1], to_child[0], map_buf(max_size), max_size);
     }
     if (read(to_parent[0], &h, sizeof(h)) != sizeof(h))
         die("hello");
@@ -390,7 +333,7 @@ int main(int argc, char **argv) {
     /* The module takes its DMA channel on first use: make one DMA call. */
     if (scif_readfrom(c.ep, 0, 4096, 0, SCIF_RMA_SYNC))
         die("scif_readfrom");
-    dma = dma_channel_present();
+    dma = dbg_dma_channel();
 
     printf("rma_bench: peer node %u, DMA channel: %s\n", dst.node,
            dma > 0

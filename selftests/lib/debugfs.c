@@ -131,6 +131,20 @@ long long dbg_dma_value(const char *key) {
     return v;
 }
 
+int dbg_dma_channel(void) {
+    char line[128];
+    int present = 0;
+    FILE *f = fopen(DBG_DIR "/rma_dma", "r");
+
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof(line), f))
+        if (!strncmp(line, "channel ", 8) && strncmp(line + 8, "none", 4))
+            present = 1;
+    fclose(f);
+    return present;
+}
+
 /* Is the software DMA engine module loaded (the [dma] pass)? */
 int swdma_loaded(void) {
     return access("/sys/module/scif_swdma", F_OK) == 0;

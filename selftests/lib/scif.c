@@ -221,3 +221,39 @@ int dma_ready(struct rma_pair *p) {
     diag("the DMA channel did not come back");
     return -1;
 }
+
+static void __attribute__((noreturn)) child_die(const char *who, const char *what) {
+    fprintf(stderr, "%s: child %s: %s\n", who, what, strerror(errno));
+    exit(1);
+}
+
+void window_server(const char *who, int wfd, int rfd, void *buf, size_t len) {
+    struct scif_portID peer;
+    struct window_hello h;
+    scif_epd_t l, e;
+    char c;
+    int p;
+
+    l = scif_open();
+    if (l < 0)
+        child_die(who, "scif_open");
+    p = scif_bind(l, 0);
+    if (p < 0 || scif_listen(l, 1) < 0)
+        child_die(who, "bind/listen");
+    memset(&h, 0, sizeof(h));
+    h.port = (uint16_t)p;
+    h.addr = (uintptr_t)buf;
+    if (write(wfd, &h, sizeof(h)) != sizeof(h))
+        child_die(who, "write");
+    if (scif_accept(l, &peer, &e, SCIF_ACCEPT_SYNC) < 0)
+        child_die(who, "accept");
+    if (scif_register(e, buf, len, 0, SCIF_PROT_READ | SCIF_PROT_WRITE, SCIF_MAP_FIXED) != 0)
+        child_die(who, "register");
+    if (write(wfd, "r", 1) != 1)
+        child_die(who, "write");
+    if (read(rfd, &c, 1) < 0)
+        child_die(who, "read");
+    scif_close(e);
+    scif_close(l);
+    _exit(0);
+}

@@ -255,6 +255,23 @@ struct rma_pair {
 int rma_pair_open(struct rma_pair *p, uint8_t *rbuf, uint8_t *ubuf, size_t len, off_t roff);
 void rma_pair_close(struct rma_pair *p);
 
+/*
+ * The remote side of a benchmark, run in a child process: a listener on a
+ * port of its own (scif_open(), so SCIF_NODE picks the node), a struct
+ * window_hello (that port, the address of @buf) written to @wfd, one
+ * connection accepted, @len bytes of @buf registered read-write at offset
+ * 0, "r" written to @wfd, then it waits for a byte (or end of file) on
+ * @rfd, closes and exits 0.  On error: "@who: child ...: error" on stderr,
+ * exit status 1.
+ */
+struct window_hello {
+    uint16_t port;
+    uint64_t addr;
+};
+
+void window_server(const char *who, int wfd, int rfd, void *buf, size_t len)
+    __attribute__((noreturn));
+
 /* scif_fence_mark(SCIF_FENCE_INIT_SELF) and its wait on @epd: 0 or -1. */
 int fence_all(int epd);
 
@@ -310,6 +327,13 @@ int dbg_write(const char *name, int v);
 
 /* "key value" line of the rma_dma debugfs file, or -1. */
 long long dbg_dma_value(const char *key);
+
+/*
+ * Has the module a DMA channel (a line "channel NAME" of the rma_dma
+ * debugfs file, not "channel none")?  1 or 0; -1 without the file.  The
+ * module takes its channel on the first transfer between nodes.
+ */
+int dbg_dma_channel(void);
 
 /* Endpoints the module has (first line of debugfs endpoints), or -1. */
 long long dbg_endpoints(void);
