@@ -35,6 +35,21 @@ void *map_anon_aligned(size_t len, size_t align) {
     return (void *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
 }
 
+void *map_anon_fragmented(size_t len) {
+    uint8_t *p = map_anon(len);
+    size_t i;
+
+    if (!p)
+        return NULL;
+    (void)madvise(p, len, MADV_NOHUGEPAGE);
+    /* Even pages, then odd ones: neighbours come from apart allocations. */
+    for (i = 0; i + 4096 <= len; i += 2 * 4096)
+        p[i] = 1;
+    for (i = 4096; i + 4096 <= len; i += 2 * 4096)
+        p[i] = 1;
+    return p;
+}
+
 /* Word @word of the stream seeded @seed (a splitmix64 step). */
 static uint64_t pattern_word(uint64_t seed, uint64_t word) {
     uint64_t z = seed + word * 0x9E3779B97F4A7C15ULL;

@@ -32,6 +32,12 @@ void *map_anon(size_t len);
  * the process's life; NULL on failure.  For buffers meant for huge pages.
  */
 void *map_anon_aligned(size_t len, size_t align);
+/*
+ * len bytes on small pages, the even ones faulted in first and then the odd
+ * ones, so that physically contiguous neighbours (one DMA descriptor for
+ * several pages) are the exception; NULL on failure.
+ */
+void *map_anon_fragmented(size_t len);
 
 /*
  * The byte pattern: byte @pos of the stream seeded @seed.  Any offset and

@@ -35,22 +35,6 @@ static uint8_t *huge_buf(size_t len) {
     return p;
 }
 
-/*
- * len bytes on small pages, faulted in from the last page to the first, so
- * physically contiguous neighbours are the exception.
- */
-static uint8_t *frag_buf(size_t len) {
-    uint8_t *p = map_anon(len);
-    size_t i;
-
-    if (!p)
-        return NULL;
-    (void)madvise(p, len, MADV_NOHUGEPAGE);
-    for (i = len; i; i -= PAGE)
-        p[i - PAGE] = 1;
-    return p;
-}
-
 /* kB of AnonHugePages of the mapping holding @addr (/proc/self/smaps), or -1. */
 static long huge_kb(const void *addr) {
     char line[256];
@@ -98,8 +82,8 @@ FIXTURE_SETUP(batch) {
     uint8_t *r, *u;
 
     NEED_DMA();
-    r = variant->rhuge ? huge_buf(WIN) : frag_buf(WIN);
-    u = variant->uhuge ? huge_buf(WIN) : frag_buf(WIN);
+    r = variant->rhuge ? huge_buf(WIN) : map_anon_fragmented(WIN);
+    u = variant->uhuge ? huge_buf(WIN) : map_anon_fragmented(WIN);
     CHECK(r && u);
     CHECK(rma_pair_open(&self->p, r, u, WIN, ROFF) == 0);
     return KSFT_PASS;
