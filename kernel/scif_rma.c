@@ -11,6 +11,7 @@
 #include <linux/debugfs.h>
 #include <linux/error-injection.h>
 #include <linux/mm.h>
+#include <linux/pagemap.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -42,90 +43,40 @@ static void scif_unpin_pages(struct page **pages, unsigned long npages,
 
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 5, 0)
 /*
- * Before 6.5 GUP lets FOLL_LONGTERM | FOLL_WRITE pin pages of shared
- * writable file mappings whose file system tracks dirty pages (ext4, xfs,
- * ...), which then may be written behind the file system's back; 6.5 and
- * later refuse them with EFAULT.  Refuse them here the same way: the test
- * of vma_needs_dirty_tracking() (mm/mmap.c of 6.5), which lets shmem, tmpfs
- * and hugetlbfs through.  Holes are left to GUP, which fails on them.
+ * Before 6.5 GUP lets FOLL_LONGTERM | FOLL_WRITE pin page cache pages of
+ * shared writable file mappings whose file system tracks dirty pages (ext4,
+ * xfs, ...), which then may be written behind the file system's back; 6.5
+ * and later refuse them with EFAULT.  Refuse them here the same way, but
+ * after pinning with the lockless fast path, by the pinned pages: a page
+ * is refused when it belongs to a file whose mapping can write back
+ * (shmem, tmpfs, hugetlbfs and anonymous memory cannot).  A pinned page's
+ * mapping stays put until truncation, which only clears it.  Testing the
+ * VMAs instead needs the mmap_lock held across the pin and so GUP's slow
+ * path, a page-table walk per page: about twice the cost of the pin itself
+ * on 6.1 (docs/rma.md, "Benchmark").
  */
-static bool scif_vma_needs_dirty_tracking(struct vm_area_struct *vma)
+static bool scif_pages_longterm_writable(struct page **pages,
+					 unsigned long npages)
 {
 	struct address_space *mapping;
+	unsigned long i;
 
-	if ((vma->vm_flags & (VM_WRITE | VM_SHARED)) != (VM_WRITE | VM_SHARED))
-		return false;
-	if (vma->vm_ops &&
-	    (vma->vm_ops->page_mkwrite || vma->vm_ops->pfn_mkwrite))
-		return true;
-	if (vma->vm_flags & VM_PFNMAP)
-		return false;
-	mapping = vma->vm_file ? vma->vm_file->f_mapping : NULL;
-	return mapping && mapping_can_writeback(mapping);
-}
+	for (i = 0; i < npages; i++) {
+		struct folio *folio = page_folio(pages[i]);
 
-static bool scif_longterm_write_allowed(struct mm_struct *mm,
-					unsigned long start,
-					unsigned long end)
-{
-	struct vm_area_struct *vma;
-	unsigned long addr;
-
-	for (addr = start; addr < end; addr = vma->vm_end) {
-		vma = find_vma(mm, addr);
-		if (!vma || vma->vm_start > addr)
-			return true;
-		if (!vma_is_anonymous(vma) && scif_vma_needs_dirty_tracking(vma))
+		if (folio_test_anon(folio))
+			continue;
+		mapping = folio_mapping(folio);
+		if (mapping && mapping_can_writeback(mapping))
 			return false;
 	}
 	return true;
 }
-
-/*
- * Long-term writable pins check the VMAs and pin under one mmap_lock hold,
- * so the mappings cannot change in between.
- */
-static long scif_pin_chunk(unsigned long start, int nr, unsigned int gup_flags,
-			   struct page **pages, bool locked)
-{
-	if (locked)
-		return pin_user_pages(start, nr, gup_flags, pages, NULL);
-	return pin_user_pages_fast(start, nr, gup_flags, pages);
-}
-
-static bool scif_pin_lock(unsigned long start, unsigned long npages,
-			  unsigned int gup_flags, int *err)
-{
-	struct mm_struct *mm = current->mm;
-
-	*err = 0;
-	if ((gup_flags & (FOLL_LONGTERM | FOLL_WRITE)) !=
-	    (FOLL_LONGTERM | FOLL_WRITE))
-		return false;
-	if (mmap_read_lock_killable(mm)) {
-		*err = -EINTR;
-		return false;
-	}
-	if (!scif_longterm_write_allowed(mm, start,
-					 start + (npages << PAGE_SHIFT))) {
-		mmap_read_unlock(mm);
-		*err = -EFAULT;
-		return false;
-	}
-	return true;
-}
 #else
-static long scif_pin_chunk(unsigned long start, int nr, unsigned int gup_flags,
-			   struct page **pages, bool locked)
+static bool scif_pages_longterm_writable(struct page **pages,
+					 unsigned long npages)
 {
-	return pin_user_pages_fast(start, nr, gup_flags, pages);
-}
-
-static bool scif_pin_lock(unsigned long start, unsigned long npages,
-			  unsigned int gup_flags, int *err)
-{
-	*err = 0;
-	return false;
+	return true;	/* GUP refuses them itself */
 }
 #endif
 
@@ -133,30 +84,30 @@ int scif_pin_user(unsigned long start, unsigned long npages,
 		  unsigned int gup_flags, struct page **pages)
 {
 	unsigned long done = 0;
-	bool locked;
 	int ret;
 
-	locked = scif_pin_lock(start, npages, gup_flags, &ret);
-	if (ret)
-		return ret;
 	while (done < npages) {
 		int chunk = min_t(unsigned long, npages - done, INT_MAX / 2);
 
-		ret = scif_pin_chunk(start + (done << PAGE_SHIFT), chunk,
-				     gup_flags, pages + done, locked);
-		if (ret <= 0) {
-			if (locked)
-				mmap_read_unlock(current->mm);
-			if (done)
-				scif_unpin_pages(pages, done, false);
-			return ret ? ret : -EFAULT;
-		}
+		ret = pin_user_pages_fast(start + (done << PAGE_SHIFT), chunk,
+					  gup_flags, pages + done);
+		if (ret <= 0)
+			goto unpin;
 		done += ret;
 	}
-	if (locked)
-		mmap_read_unlock(current->mm);
+	if ((gup_flags & (FOLL_LONGTERM | FOLL_WRITE)) ==
+	    (FOLL_LONGTERM | FOLL_WRITE) &&
+	    !scif_pages_longterm_writable(pages, npages)) {
+		ret = -EFAULT;
+		goto unpin;
+	}
 	atomic_long_add(npages, &scif_rma_pinned_pages);
 	return 0;
+
+unpin:
+	if (done)
+		scif_unpin_pages(pages, done, false);
+	return ret ? ret : -EFAULT;
 }
 /* A pin can fail without an allocation failing (selftests/rma/failfunc_test). */
 ALLOW_ERROR_INJECTION(scif_pin_user, ERRNO);
