@@ -11,17 +11,21 @@
  * mode 1 a page pair whose kernel addresses are a multiple of 256 KiB
  * apart goes through a 256-byte stack buffer, as scif.ko's CPU mover does
  * (docs/rma.md: TCG's direct-mapped soft TLB makes such pairs about 10x
- * slower to copy directly).
+ * slower to copy directly).  Mode 2 times pinning instead of copying:
+ * DST pinned long term and writable with pin_user_pages_fast(), as
+ * scif_register() pins a window, then unpinned, REPS times; only the pins
+ * are timed (the page array's allocation included, as in a registration).
  *
  * Interface: debugfs scif_copyref/copy, root only (0600).  Write
  * "SRC DST LEN REPS [MODE]" (SRC and DST user addresses, hexadecimal with
  * or without 0x; LEN bytes, 1 .. 256 MiB; REPS 1 .. 10000; MODE 0, the
- * default, or 1): both ranges are
+ * default, 1 or 2): in modes 0 and 1 both ranges are
  * pinned (DST writable), copied REPS times and unpinned; the write returns
  * the number of bytes written, or EINVAL (malformed or out of bounds),
  * EFAULT (a range not mapped as needed), ENOMEM, EINTR (fatal signal
  * between two repetitions).  Read: the nanoseconds the copies of the last
- * successful write took, in decimal, or 0 if there was none.
+ * successful write took (mode 2: the pins), in decimal, or 0 if there was
+ * none.
  */
 #include <linux/debugfs.h>
 #include <linux/highmem.h>
@@ -128,6 +132,29 @@ static void copyref_copy(struct page **dst, unsigned long doff,
 	}
 }
 
+/* Mode 2: time @reps long-term writable pins of @n pages at @start. */
+static int copyref_pin_time(unsigned long start, unsigned long n,
+			    unsigned int reps, u64 *ns)
+{
+	struct page **pages;
+	unsigned int i;
+	int err = 0;
+	u64 t0;
+
+	for (i = 0; i < reps; i++) {
+		if (fatal_signal_pending(current))
+			return -EINTR;
+		t0 = ktime_get_ns();
+		pages = copyref_pin(start, n, FOLL_LONGTERM | FOLL_WRITE, &err);
+		if (!pages)
+			return err;
+		*ns += ktime_get_ns() - t0;
+		copyref_unpin(pages, n, false);
+		cond_resched();
+	}
+	return 0;
+}
+
 static int copyref_run(u64 src, u64 dst, u64 len, unsigned int reps,
 		       unsigned int mode)
 {
@@ -138,7 +165,7 @@ static int copyref_run(u64 src, u64 dst, u64 len, unsigned int reps,
 	int err = 0;
 
 	if (!len || len > COPYREF_MAX_LEN || !reps ||
-	    reps > COPYREF_MAX_REPS || mode > 1)
+	    reps > COPYREF_MAX_REPS || mode > 2)
 		return -EINVAL;
 	if (check_add_overflow(src, len, &send) ||
 	    check_add_overflow(dst, len, &dend) ||
@@ -147,6 +174,12 @@ static int copyref_run(u64 src, u64 dst, u64 len, unsigned int reps,
 		return -EFAULT;
 	sn = (PAGE_ALIGN(send) - (src & PAGE_MASK)) >> PAGE_SHIFT;
 	dn = (PAGE_ALIGN(dend) - (dst & PAGE_MASK)) >> PAGE_SHIFT;
+	if (mode == 2) {
+		err = copyref_pin_time(dst & PAGE_MASK, dn, reps, &ns);
+		if (!err)
+			copyref_last_ns = ns;
+		return err;
+	}
 	sp = copyref_pin(src & PAGE_MASK, sn, 0, &err);
 	if (!sp)
 		return err;

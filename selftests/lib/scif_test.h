@@ -260,10 +260,13 @@ void rma_pair_close(struct rma_pair *p);
  * port of its own (scif_open(), so SCIF_NODE picks the node), a struct
  * window_hello (that port, the address of @buf) written to @wfd, one
  * connection accepted, @len bytes of @buf registered read-write at offset
- * 0, "r" written to @wfd, then it waits for a byte (or end of file) on
- * @rfd, closes and exits 0.  On error: "@who: child ...: error" on stderr,
- * exit status 1.
+ * 0, "r" written to @wfd, then it reads commands from @rfd: "w" registers
+ * WINDOW_SERVER_EXTRA more one-page windows (at offsets @len, @len + 4096,
+ * ..., memory of its own) and answers "k"; any other byte or end of file
+ * closes and exits 0.  On error: "@who: child ...: error" on stderr, exit
+ * status 1.
  */
+#define WINDOW_SERVER_EXTRA 9999
 struct window_hello {
     uint16_t port;
     uint64_t addr;
