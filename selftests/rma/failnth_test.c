@@ -750,6 +750,68 @@ static int t_unregister(void) {
     return run_victim(do_unregister, undo_unregister, WITH_REG, 0);
 }
 
+/* ---- the small synchronous path allocates nothing ---- */
+
+/* 4 KiB or 8-page synchronous CPU calls of the pair (docs/rma.md "Transfers"). */
+static int small_call(struct rctx *c, int which, size_t len) {
+    const int f = SCIF_RMA_SYNC | SCIF_RMA_USECPU;
+
+    switch (which) {
+    case 0:
+        return scif_vreadfrom(c->cli, c->buf, len, 0x200000, f);
+    case 1:
+        return scif_vwriteto(c->cli, c->buf, len, 0x200000, f);
+    case 2:
+        return scif_readfrom(c->cli, 0x100000, len, 0x200000, f);
+    case 3:
+        return scif_writeto(c->cli, 0x100000, len, 0x200000, f);
+    default:
+        return scif_vreadfrom(c->cli, c->buf, len, 0x200000, f | SCIF_RMA_USECACHE);
+    }
+}
+
+/*
+ * With this thread's next slab allocation armed to fail, every 4 KiB
+ * synchronous CPU call succeeds and leaves the failure unused: the path
+ * allocates nothing.  Control, first: an 8-page scif_vreadfrom (its page
+ * array is allocated) does use it, so the probe sees allocations.
+ */
+static int t_no_alloc_4k(void) {
+    static const char *const names[] = {"scif_vreadfrom", "scif_vwriteto", "scif_readfrom",
+                                        "scif_writeto", "scif_vreadfrom USECACHE"};
+    struct rctx c;
+    int r = failslab_setup(), i, rep;
+
+    if (r != KSFT_PASS)
+        return r;
+    CHECK(mkpair(&c, 0, 1) == 0);
+    CHECK(scif_register(c.cli, c.buf, 8 * PAGE, 0x100000, RW, SCIF_MAP_FIXED) == 0x100000);
+    CHECK(small_call(&c, 0, 8 * PAGE) == 0);
+    nth_arm(1);
+    r = small_call(&c, 0, 8 * PAGE);
+    if (!nth_disarm() || r == 0) {
+        diag("an 8-page scif_vreadfrom did not fail its armed allocation (returned %d)", r);
+        return KSFT_FAIL;
+    }
+    for (i = 0; i < 5; i++) {
+        /* Warm up: first uses may set things up (the cache entry, ...). */
+        CHECK(small_call(&c, i, PAGE) == 0);
+        for (rep = 0; rep < 20; rep++) {
+            nth_arm(1);
+            errno = 0;
+            r = small_call(&c, i, PAGE);
+            if (nth_disarm() || r) {
+                diag("4 KiB %s: an allocation (returned %d, %s)", names[i], r, strerror(errno));
+                return KSFT_FAIL;
+            }
+        }
+    }
+    CHECK(pattern_check(c.buf, PAGE, 2, 0) == -1);
+    scif_close(c.cli);
+    scif_close(c.srv);
+    return KSFT_PASS;
+}
+
 static int t_vreadfrom(void) {
     return run_victim(do_vreadfrom, NULL, 0, 0);
 }
@@ -913,6 +975,7 @@ static const struct scif_test tests[] = {
     {"fail-nth: scif_fence_mark", t_fence_mark, 300},
     {"fail-nth: scif_fence_signal", t_fence_signal, 300},
     {"fail-nth: scif_get_nodeIDs", t_get_nodeids, 300},
+    {"fail-nth: 4 KiB synchronous CPU transfers allocate nothing", t_no_alloc_4k, 300},
     {"fail_function: scif_pin_user in scif_register", t_ff_pin_register, 300},
     {"fail_function: scif_pin_user in scif_vreadfrom", t_ff_pin_vreadfrom, 300},
     {"fail_function: scif_pin_user in scif_vreadfrom with the cache", t_ff_pin_vreadfrom_cached,
