@@ -21,6 +21,7 @@
  * Reference figure: writing N (bytes, 1 .. 64 MiB) to the root-only
  * debugfs file scif_swdma/memcpy_ns measures this channel doing one large
  * memcpy of N bytes between two physically contiguous kernel buffers
+ * (swdma_copy(), as for every descriptor)
  * (chains of 4 MiB blocks, allocated for the measurement and freed after
  * it): one descriptor per block submitted straight to the channel, one
  * issue_pending, one callback waited for; and, for comparison, the CPU
@@ -38,6 +39,7 @@
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/platform_device.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/version.h>
@@ -120,6 +122,62 @@ static const struct kernel_param_ops swdma_descs_ops = {
 module_param_cb(descs, &swdma_descs_ops, NULL, 0444);
 MODULE_PARM_DESC(descs, "descriptors run by the software channel");
 
+/* ---- the copy ---- */
+
+/*
+ * How the channel copies: page by page, in pieces the compiler inlines as
+ * "rep movsq" (an out-of-line x86 memcpy is "rep movsb", about 8x slower
+ * under TCG), and a page pair whose kernel addresses are a multiple of
+ * 256 KiB apart through a 256-byte stack buffer: QEMU's TCG soft TLB is
+ * direct mapped and such pairs evict each other on every access (docs/
+ * rma.md).  scif.ko's CPU mover copies the same way.  The transfers and
+ * the reference figure below both copy with it, so their ratio measures
+ * the per-transfer overhead and not where the emulator's TLB sets fall.
+ */
+#define SWDMA_ALIAS_SPAN	SZ_256K
+#define SWDMA_BOUNCE		256
+
+static bool swdma_alias(const void *a, const void *b)
+{
+	return !(((unsigned long)a ^ (unsigned long)b) &
+		 (SWDMA_ALIAS_SPAN - 1) & PAGE_MASK);
+}
+
+static __always_inline void swdma_pieces(u8 *dst, const u8 *src, size_t len,
+					 size_t max)
+{
+	size_t n;
+
+	for (; len; len -= n, src += n, dst += n) {
+		n = min(len, max);
+		memcpy(dst, src, n);
+	}
+}
+
+static noinline void swdma_copy(void *dstv, const void *srcv, size_t len)
+{
+	u8 bounce[SWDMA_BOUNCE] __aligned(64);
+	const u8 *src = srcv;
+	u8 *dst = dstv;
+	size_t n;
+
+	for (; len; len -= n, src += n, dst += n) {
+		n = min_t(size_t, len, PAGE_SIZE - offset_in_page(src));
+		if (n >= SWDMA_BOUNCE && swdma_alias(dst, src) &&
+		    !swdma_alias(bounce, src) && !swdma_alias(bounce, dst)) {
+			size_t k, m;
+
+			for (k = 0; k < n; k += m) {
+				m = min_t(size_t, n - k, SWDMA_BOUNCE);
+				memcpy(bounce, src + k, m);
+				memcpy(dst + k, bounce, m);
+			}
+		} else {
+			swdma_pieces(dst, src, n, PAGE_SIZE);
+		}
+	}
+}
+
 /* ---- reference figure: one large memcpy (debugfs memcpy_ns) ---- */
 
 #define SWDMA_REF_MAX		(64UL << 20)
@@ -146,7 +204,7 @@ static void swdma_ref_cpu(struct page **d, struct page **s, size_t len)
 	for (i = 0; len; i++) {
 		size_t n = min(len, SWDMA_REF_BLOCK);
 
-		memcpy(page_address(d[i]), page_address(s[i]), n);
+		swdma_copy(page_address(d[i]), page_address(s[i]), n);
 		len -= n;
 		cond_resched();
 	}
@@ -355,8 +413,8 @@ static void swdma_work(struct work_struct *w)
 			break;
 		if (READ_ONCE(delay_ms))
 			msleep(READ_ONCE(delay_ms));
-		memcpy(phys_to_virt(dma_to_phys(dev, d->dst)),
-		       phys_to_virt(dma_to_phys(dev, d->src)), d->len);
+		swdma_copy(phys_to_virt(dma_to_phys(dev, d->dst)),
+			   phys_to_virt(dma_to_phys(dev, d->src)), d->len);
 		atomic64_add(d->len, &s->copied);
 		atomic64_inc(&s->descs);
 
