@@ -16,7 +16,10 @@
  *   is the copy, not the pinning of the user range on every call),
  * in MB/s (best of 3 rounds), the DMA descriptors per transfer (debugfs
  * scif/rma_dma: descs and copies counted around the timed calls), the
- * reference MB/s (and the CPU's memcpy of the same buffers in the kernel)
+ * reference MB/s (and the CPU's memcpy of the same buffers in the kernel),
+ * chan: the channel's own copy rate during the four calls' timed rounds
+ * (scif_swdma's bytes_copied / copy_ns: where it is near ref and a call is
+ * not, the call's time goes to overhead, not to the copy)
  * and the ratio of each call to the reference.  The goal is a ratio of
  * at least 0.8; the last column names the calls below it and by how much
  * (percent of the goal).
@@ -114,9 +117,18 @@ static int one(struct ctx *c, enum kind k, size_t len) {
 }
 
 struct result {
-    double mbs;   /* best of 3 rounds */
-    double descs; /* DMA descriptors per transfer */
+    double mbs;       /* best of 3 rounds */
+    double descs;     /* DMA descriptors per transfer */
+    double bytes, ns; /* copied by the channel in the rounds, and how long */
 };
+
+/* A counter of scif_swdma (module parameter), or -1. */
+static double swdma_counter(const char *name) {
+    char path[128];
+
+    snprintf(path, sizeof(path), SWDMA_PARAM "%s", name);
+    return (double)read_long(path);
+}
 
 /* Each round: calls for >= ~40 ms and >= 2 calls. */
 static int measure(struct ctx *c, enum kind k, size_t len, struct result *r) {
@@ -129,6 +141,8 @@ static int measure(struct ctx *c, enum kind k, size_t len, struct result *r) {
         return -1;
     d0 = dbg_dma_value("descs");
     n0 = dbg_dma_value("copies");
+    r->bytes = -swdma_counter("bytes_copied");
+    r->ns = -swdma_counter("copy_ns");
     for (round = 0; round < 3; round++) {
         double t0 = now_sec(), t;
         long n = 0;
@@ -145,6 +159,8 @@ static int measure(struct ctx *c, enum kind k, size_t len, struct result *r) {
     }
     d1 = dbg_dma_value("descs");
     n1 = dbg_dma_value("copies");
+    r->bytes += swdma_counter("bytes_copied");
+    r->ns += swdma_counter("copy_ns");
     r->descs = (d0 < 0 || d1 < 0 || n1 == n0) ? -1 : (double)(d1 - d0) / calls;
     return 0;
 }
@@ -197,19 +213,20 @@ int main(int argc, char **argv) {
     printf("dma_bench: node 0 <-> node 1 through the DMA channel, SCIF_RMA_SYNC;\n"
            "v-calls with SCIF_RMA_USECACHE; MB/s best of 3; desc = DMA descriptors per\n"
            "transfer; ref = the channel's single memcpy of the same size (cpu = the same\n"
-           "memcpy by the CPU in the kernel); ratio = call / ref\n"
+           "memcpy by the CPU in the kernel; chan = the channel's copy rate during the\n"
+           "calls); ratio = call / ref\n"
            "(goal >= %.1f; 'below' lists the calls under it)\n\n",
            GOAL);
     printf("%9s", "size");
     for (k = 0; k < K_NKINDS; k++)
         printf(" %9s %6s", kind_name[k], "desc");
-    printf(" %9s %9s", "ref", "cpu");
+    printf(" %9s %9s %9s", "ref", "cpu", "chan");
     for (k = 0; k < K_NKINDS; k++)
         printf(" %6.6s", kind_name[k]);
     printf("  below\n");
     for (len = 64 * 1024; len <= max_size; len *= 4) {
         struct result res[K_NKINDS];
-        double cpu, ref = ref_bw(len, &cpu);
+        double cpu, ref = ref_bw(len, &cpu), bytes, ns;
         char below[128] = "";
 
         for (k = 0; k < K_NKINDS; k++)
@@ -221,13 +238,22 @@ int main(int argc, char **argv) {
             printf("%6zu KiB", len / 1024);
         for (k = 0; k < K_NKINDS; k++)
             printf(" %9.0f %6.1f", res[k].mbs, res[k].descs);
+        bytes = ns = 0;
+        for (k = 0; k < K_NKINDS; k++) {
+            bytes += res[k].bytes;
+            ns += res[k].ns;
+        }
         if (ref < 0) {
-            printf(" %9s %9s", "n/a", "n/a");
+            printf(" %9s %9s %9s", "n/a", "n/a", "n/a");
             for (k = 0; k < K_NKINDS; k++)
                 printf(" %6s", "n/a");
             printf("\n");
         } else {
             printf(" %9.0f %9.0f", ref, cpu);
+            if (bytes > 0 && ns > 0)
+                printf(" %9.0f", bytes / ns * 1e3);
+            else
+                printf(" %9s", "n/a");
             for (k = 0; k < K_NKINDS; k++) {
                 double q = res[k].mbs / ref;
 
