@@ -28,16 +28,25 @@
  *  4. H creates its PD, CQ and QP on the request's cm_id and accepts with
  *     a HELLO of kind ACC, src = H, dst = L.
  *  5. L checks the ACC HELLO in the ESTABLISHED event the same way; on a
- *     mismatch it disconnects (step 7).
+ *     mismatch it disconnects (step 8).
  *  6. On ESTABLISHED each side marks the peer up: scif_remote_node_up()
  *     in scif.ko, so scif_get_nodeIDs() lists it.
- *  7. DISCONNECTED, DEVICE_REMOVAL, ADDR/ROUTE/CONNECT errors, UNREACHABLE,
- *     REJECTED, the peer being deleted, or the module unloading end the
- *     link: the node is marked down, the QP, CQ, PD and cm_id are destroyed
- *     (in the link's work, never in the cm handler), and if the peer is
+ *  7. Keepalive: each side keeps SCIF_RDMA_NRECV receives posted on the
+ *     QP (from step 2/4 on) and, while up, sends a PING (magic
+ *     SCIF_RDMA_PING_MAGIC, reserved zero, a sequence number; big-endian)
+ *     every SCIF_RDMA_KEEPALIVE.  A receive of anything else (length,
+ *     magic, reserved) is counted, logged (rate-limited) and dropped.  A
+ *     PING send or a receive completing in error, or nothing valid
+ *     received for SCIF_RDMA_DEAD, ends the link as in step 8: so a peer
+ *     that vanishes without a DREQ (powered off, link gone) goes down.
+ *  8. DISCONNECTED, DEVICE_REMOVAL, ADDR/ROUTE/CONNECT errors, UNREACHABLE,
+ *     REJECTED, the keepalive (step 7), the peer being deleted, or the
+ *     module unloading end the link: the node is marked down, the QP, CQ,
+ *     PD and cm_id are destroyed (in the link's work, never in the cm
+ *     handler; the keepalive buffers after the CQ), and if the peer is
  *     still configured L tries again after a backoff that doubles from
  *     SCIF_RDMA_BACKOFF_MIN to SCIF_RDMA_BACKOFF_MAX; H waits for L.
- *  8. A listener lost through DEVICE_REMOVAL is re-created every
+ *  9. A listener lost through DEVICE_REMOVAL is re-created every
  *     SCIF_RDMA_BACKOFF_MAX until it binds again.
  *
  * Locking: srd_cfg_mutex protects srd_self and srd_peers (the list and
@@ -45,11 +54,15 @@
  * cm_id that may have events (the listener's handler takes it; only a
  * listener that failed to bind or listen is destroyed under it).  Each
  * peer's mutex protects its link state (res: cm_id, pd, cq, qp; state,
- * backoff, node_up, removed); the rdma_cm handler of a peer's cm_id
+ * backoff, node_up, removed, and the keepalive state of the current
+ * link, struct srd_ka); the rdma_cm handler of a peer's cm_id
  * holds it for the whole event, so once the link's work detached the
  * cm_id under it, no handler touches that cm_id's resources again, and the
- * work destroys them after dropping it.  Order: srd_cfg_mutex, then a
- * peer's mutex.
+ * work destroys them after dropping it.  The keepalive's completion
+ * handlers (CQ work, IB_POLL_WORKQUEUE) and its work take the peer's
+ * mutex too and act only on the peer's current link; nothing waits for
+ * the CQ's work (ib_free_cq) or the keepalive work while holding it.
+ * Order: srd_cfg_mutex, then a peer's mutex.
  */
 #include <linux/module.h>
 #include <linux/kobject.h>
@@ -78,6 +91,11 @@
 #define SCIF_RDMA_TIMEOUT_MS	2000
 #define SCIF_RDMA_QP_DEPTH	16
 #define SCIF_RDMA_MAX_WRITE	128	/* longest accepted sysfs write */
+#define SCIF_RDMA_KEEPALIVE	HZ	/* a PING this often while up */
+#define SCIF_RDMA_DEAD		(5 * HZ) /* nothing received: link dead */
+#define SCIF_RDMA_PING_MAGIC	0x50494e47U	/* "PING" */
+#define SCIF_RDMA_NRECV		4	/* receives posted per link */
+#define SCIF_RDMA_BUF		64	/* bytes of each keepalive buffer */
 
 struct scif_rdma_hello {
 	__be32 magic;
@@ -87,6 +105,41 @@ struct scif_rdma_hello {
 	__be16 dst;
 	__be16 reserved;
 } __packed;
+
+/* The keepalive frame (step 7). */
+struct scif_rdma_ping {
+	__be32 magic;
+	__be32 reserved;
+	__be64 seq;
+} __packed;
+
+struct srd_ka;
+
+/* One keepalive buffer: SCIF_RDMA_BUF bytes, DMA-mapped on the device. */
+struct srd_buf {
+	struct ib_cqe cqe;
+	struct srd_ka *ka;
+	void *data;
+	u64 dma;
+	bool mapped;
+};
+
+/*
+ * A link's keepalive (step 7).  It lives as long as the link's QP and CQ:
+ * srd_destroy_link() frees it after ib_free_cq(), when no completion
+ * handler runs or will run.  The handlers touch send_busy, seq and last_rx
+ * only under peer->lock and only while this is the peer's current link
+ * (peer->res.ka).
+ */
+struct srd_ka {
+	struct srd_peer *peer;
+	struct ib_device *dev;
+	struct srd_buf recv[SCIF_RDMA_NRECV];
+	struct srd_buf send;
+	bool send_busy;			/* a PING posted, not completed */
+	u64 seq;
+	unsigned long last_rx;		/* jiffies of the last valid frame */
+};
 
 enum srd_state { SRD_DOWN, SRD_CONNECTING, SRD_UP };
 
@@ -102,6 +155,7 @@ struct srd_link {
 	struct ib_pd *pd;
 	struct ib_cq *cq;
 	bool qp;			/* cm_id has a QP */
+	struct srd_ka *ka;		/* the QP's keepalive buffers */
 };
 
 /* One configured peer and its link (see the locking comment above). */
@@ -118,6 +172,7 @@ struct srd_peer {
 	bool removed;			/* deleted: no new work or cm_id */
 	unsigned long backoff;
 	struct delayed_work work;	/* teardown and (re)connect */
+	struct delayed_work ka_work;	/* keepalive: PING, dead check */
 };
 
 struct srd_self {
@@ -135,12 +190,224 @@ static struct rdma_cm_id *srd_listen_id;
 static struct delayed_work srd_listen_work;
 static bool srd_exiting;			/* srd_cfg_mutex */
 static atomic_t srd_rejected = ATOMIC_INIT(0);
+static atomic_t srd_junk = ATOMIC_INIT(0);	/* bad keepalive frames */
 static struct workqueue_struct *srd_wq;
 static struct kobject *srd_kobj;
 
 static bool srd_id_ok(unsigned int id)
 {
 	return id >= SCIF_REMOTE_NODE_MIN && id <= SCIF_REMOTE_NODE_MAX;
+}
+
+/* ---- keepalive (step 7) ---- */
+
+static void srd_link_fail(struct srd_peer *peer, const char *why, int err);
+
+static enum dma_data_direction srd_buf_dir(struct srd_ka *ka,
+					   struct srd_buf *b)
+{
+	return b == &ka->send ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
+}
+
+/* Unmap and free a detached link's keepalive (its CQ freed already). */
+static void srd_ka_free(struct srd_ka *ka)
+{
+	struct srd_buf *b;
+	int i;
+
+	if (!ka)
+		return;
+	for (i = 0; i <= SCIF_RDMA_NRECV; i++) {
+		b = i < SCIF_RDMA_NRECV ? &ka->recv[i] : &ka->send;
+		if (b->mapped)
+			ib_dma_unmap_single(ka->dev, b->dma, SCIF_RDMA_BUF,
+					    srd_buf_dir(ka, b));
+		kfree(b->data);
+	}
+	kfree(ka);
+}
+
+/* Post @b as a receive on the current link's QP (peer->lock held). */
+static int srd_post_recv(struct srd_peer *peer, struct srd_buf *b)
+{
+	struct ib_sge sge = {
+		.addr = b->dma,
+		.length = SCIF_RDMA_BUF,
+		.lkey = peer->res.pd->local_dma_lkey,
+	};
+	struct ib_recv_wr wr = {
+		.wr_cqe = &b->cqe,
+		.sg_list = &sge,
+		.num_sge = 1,
+	};
+
+	ib_dma_sync_single_for_device(b->ka->dev, b->dma, SCIF_RDMA_BUF,
+				      DMA_FROM_DEVICE);
+	return ib_post_recv(peer->res.cm_id->qp, &wr, NULL);
+}
+
+/* Send the next PING on the current link (peer->lock held). */
+static int srd_ping(struct srd_peer *peer, struct srd_ka *ka)
+{
+	struct srd_buf *b = &ka->send;
+	struct scif_rdma_ping *p = b->data;
+	struct ib_sge sge = {
+		.addr = b->dma,
+		.length = sizeof(*p),
+		.lkey = peer->res.pd->local_dma_lkey,
+	};
+	struct ib_send_wr wr = {
+		.wr_cqe = &b->cqe,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IB_WR_SEND,
+		.send_flags = IB_SEND_SIGNALED,
+	};
+	int ret;
+
+	ib_dma_sync_single_for_cpu(ka->dev, b->dma, SCIF_RDMA_BUF,
+				   DMA_TO_DEVICE);
+	p->magic = cpu_to_be32(SCIF_RDMA_PING_MAGIC);
+	p->reserved = 0;
+	p->seq = cpu_to_be64(++ka->seq);
+	ib_dma_sync_single_for_device(ka->dev, b->dma, SCIF_RDMA_BUF,
+				      DMA_TO_DEVICE);
+	ret = ib_post_send(peer->res.cm_id->qp, &wr, NULL);
+	if (!ret)
+		ka->send_busy = true;
+	return ret;
+}
+
+/* Is @ka the keepalive of its peer's live link?  (peer->lock held) */
+static bool srd_ka_live(struct srd_ka *ka)
+{
+	struct srd_peer *peer = ka->peer;
+
+	return peer->res.ka == ka && !peer->removed &&
+	       peer->state != SRD_DOWN;
+}
+
+/* A receive completed: a frame from the peer (untrusted), or a flush. */
+static void srd_recv_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct srd_buf *b = container_of(wc->wr_cqe, struct srd_buf, cqe);
+	struct srd_ka *ka = b->ka;
+	struct srd_peer *peer = ka->peer;
+	const struct scif_rdma_ping *p = b->data;
+	int ret;
+
+	mutex_lock(&peer->lock);
+	if (!srd_ka_live(ka))
+		goto out;	/* an old link's flush: its work frees @b */
+	if (wc->status != IB_WC_SUCCESS) {
+		srd_link_fail(peer, "keepalive receive", wc->status);
+		goto out;
+	}
+	ib_dma_sync_single_for_cpu(ka->dev, b->dma, SCIF_RDMA_BUF,
+				   DMA_FROM_DEVICE);
+	if (wc->byte_len == sizeof(*p) &&
+	    be32_to_cpu(p->magic) == SCIF_RDMA_PING_MAGIC && !p->reserved) {
+		ka->last_rx = jiffies;
+	} else {
+		atomic_inc(&srd_junk);
+		pr_info_ratelimited("scif_rdma: node %u: dropped a bad keepalive frame (%u bytes; %d so far)\n",
+				    peer->id, wc->byte_len,
+				    atomic_read(&srd_junk));
+	}
+	ret = srd_post_recv(peer, b);
+	if (ret)
+		srd_link_fail(peer, "keepalive repost", ret);
+out:
+	mutex_unlock(&peer->lock);
+}
+
+/* A PING's send completed (or was flushed). */
+static void srd_send_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct srd_buf *b = container_of(wc->wr_cqe, struct srd_buf, cqe);
+	struct srd_ka *ka = b->ka;
+	struct srd_peer *peer = ka->peer;
+
+	mutex_lock(&peer->lock);
+	if (srd_ka_live(ka)) {
+		ka->send_busy = false;
+		if (wc->status != IB_WC_SUCCESS)
+			srd_link_fail(peer, "keepalive send", wc->status);
+	}
+	mutex_unlock(&peer->lock);
+}
+
+static int srd_buf_init(struct srd_ka *ka, struct srd_buf *b,
+			void (*done)(struct ib_cq *cq, struct ib_wc *wc))
+{
+	b->ka = ka;
+	b->cqe.done = done;
+	b->data = kzalloc(SCIF_RDMA_BUF, GFP_KERNEL_ACCOUNT);
+	if (!b->data)
+		return -ENOMEM;
+	b->dma = ib_dma_map_single(ka->dev, b->data, SCIF_RDMA_BUF,
+				   srd_buf_dir(ka, b));
+	if (ib_dma_mapping_error(ka->dev, b->dma))
+		return -ENOMEM;
+	b->mapped = true;
+	return 0;
+}
+
+/*
+ * The keepalive of a new link (peer->lock held, its QP just created):
+ * map the buffers and post the receives.  On failure what exists stays in
+ * peer->res.ka for srd_destroy_link().
+ */
+static int srd_ka_create(struct srd_peer *peer, struct rdma_cm_id *id)
+{
+	struct srd_ka *ka;
+	int i, ret;
+
+	/* bounded: one per link, one link per configured peer */
+	ka = kzalloc(sizeof(*ka), GFP_KERNEL_ACCOUNT);
+	if (!ka)
+		return -ENOMEM;
+	ka->peer = peer;
+	ka->dev = id->device;
+	peer->res.ka = ka;
+	ret = srd_buf_init(ka, &ka->send, srd_send_done);
+	for (i = 0; !ret && i < SCIF_RDMA_NRECV; i++)
+		ret = srd_buf_init(ka, &ka->recv[i], srd_recv_done);
+	for (i = 0; !ret && i < SCIF_RDMA_NRECV; i++)
+		ret = srd_post_recv(peer, &ka->recv[i]);
+	return ret;
+}
+
+/*
+ * Every SCIF_RDMA_KEEPALIVE while the link is up: end it if nothing valid
+ * came for SCIF_RDMA_DEAD, else send a PING (unless one is in flight).
+ */
+static void srd_ka_work_fn(struct work_struct *work)
+{
+	struct srd_peer *peer = container_of(to_delayed_work(work),
+					     struct srd_peer, ka_work);
+	struct srd_ka *ka;
+	int ret;
+
+	mutex_lock(&peer->lock);
+	ka = peer->res.ka;
+	if (!ka || peer->removed || peer->state != SRD_UP)
+		goto out;	/* ESTABLISHED starts it again */
+	if (time_after(jiffies, ka->last_rx + SCIF_RDMA_DEAD)) {
+		srd_link_fail(peer, "keepalive: nothing received",
+			      -ETIMEDOUT);
+		goto out;
+	}
+	if (!ka->send_busy) {
+		ret = srd_ping(peer, ka);
+		if (ret) {
+			srd_link_fail(peer, "keepalive send", ret);
+			goto out;
+		}
+	}
+	queue_delayed_work(srd_wq, &peer->ka_work, SCIF_RDMA_KEEPALIVE);
+out:
+	mutex_unlock(&peer->lock);
 }
 
 /* ---- link resources ---- */
@@ -176,7 +443,7 @@ static int srd_create_qp(struct srd_peer *peer, struct rdma_cm_id *id)
 	if (ret)
 		return ret;
 	peer->res.qp = true;
-	return 0;
+	return srd_ka_create(peer, id);
 }
 
 /* Take the link's resources out of @peer (peer->lock held). */
@@ -196,7 +463,8 @@ static void srd_destroy_link(struct srd_link *res)
 	if (res->qp)
 		rdma_destroy_qp(res->cm_id);
 	if (res->cq)
-		ib_free_cq(res->cq);
+		ib_free_cq(res->cq);	/* waits for its completion work */
+	srd_ka_free(res->ka);
 	if (res->pd)
 		ib_dealloc_pd(res->pd);
 	if (res->cm_id)
@@ -297,6 +565,11 @@ static int srd_peer_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		}
 		WRITE_ONCE(peer->state, SRD_UP);
 		peer->backoff = SCIF_RDMA_BACKOFF_MIN;
+		if (peer->res.ka) {
+			peer->res.ka->last_rx = jiffies;
+			mod_delayed_work(srd_wq, &peer->ka_work,
+					 SCIF_RDMA_KEEPALIVE);
+		}
 		if (!peer->node_up && !scif_remote_node_up(peer->id))
 			peer->node_up = true;
 		break;
@@ -407,7 +680,7 @@ static int srd_listen_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
 		return srd_conn_request(id, ev);
 	if (ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL) {
-		/* re-created by srd_listen_work (step 8) */
+		/* re-created by srd_listen_work (step 9) */
 		pr_info("scif_rdma: listener's device removed\n");
 		queue_delayed_work(srd_wq, &srd_listen_work, 0);
 	}
@@ -469,7 +742,7 @@ static void srd_listen_work_fn(struct work_struct *work)
 	mutex_unlock(&srd_cfg_mutex);
 }
 
-/* ---- a peer's work: teardown and (re)connect (step 2, 7) ---- */
+/* ---- a peer's work: teardown and (re)connect (step 2, 8) ---- */
 
 /*
  * The work of a peer: a failed link (cm_id, state DOWN) is detached and
@@ -564,6 +837,7 @@ static void srd_peer_free(struct srd_peer *peer)
 	/* after rdma_destroy_id() no handler of the cm_id runs or will run */
 	srd_destroy_link(&res);
 	cancel_delayed_work_sync(&peer->work);
+	cancel_delayed_work_sync(&peer->ka_work);
 	kfree(peer);
 }
 
@@ -707,6 +981,7 @@ static int srd_peer_add(char **tok)
 	mutex_init(&peer->lock);
 	peer->backoff = SCIF_RDMA_BACKOFF_MIN;
 	INIT_DELAYED_WORK(&peer->work, srd_peer_work);
+	INIT_DELAYED_WORK(&peer->ka_work, srd_ka_work_fn);
 
 	mutex_lock(&srd_cfg_mutex);
 	if (!srd_self.set || id == srd_self.id) {
