@@ -11,6 +11,7 @@
 #include <linux/cred.h>
 #include <linux/hashtable.h>
 #include "scif_ep.h"
+#include "scif_remote.h"
 #include "scif_transport.h"
 
 /*
@@ -249,6 +250,12 @@ int scif_connect(struct scif_endpt *ep, struct scifioctl_connect *req,
 		goto out_unlock;
 	}
 	dst = scif_node_lookup(req->peer.node);
+	if (!dst && scif_remote_node_is_up(req->peer.node) &&
+	    READ_ONCE(ep->node->online)) {
+		/* scif_remote.h: no endpoint traffic to remote nodes yet */
+		ret = -ECONNREFUSED;
+		goto out_unlock;
+	}
 	if (!dst || !READ_ONCE(dst->online) || !READ_ONCE(ep->node->online)) {
 		ret = -ENODEV;
 		goto out_unlock;

@@ -3,11 +3,16 @@
  * Nodes and the loopback/emulation transport.  Node 0 is the host; nodes
  * 1..N are emulated in this kernel.  Every node reaches every other node
  * through scif_loopback_ops; node loss is simulated through debugfs.
+ * Remote nodes (other hosts) are only an up/down bit each, set by a
+ * transport module through scif_remote.h.
  */
 #include <linux/uaccess.h>
 #include <linux/slab.h>
 #include "scif_ep.h"
 #include "scif_transport.h"
+#include "scif_remote.h"
+
+static_assert(SCIF_REMOTE_NODE_MIN == SCIF_MAX_NODES);
 
 struct scif_node scif_nodes[SCIF_MAX_NODES];
 unsigned int scif_nr_nodes;
@@ -74,6 +79,45 @@ const struct scif_transport_ops scif_loopback_ops = {
 	.notify = lb_notify,
 	.disconnect = lb_disconnect,
 };
+
+/* ---- remote nodes (scif_remote.h) ---- */
+
+/* Bit @id set while remote node @id is up; atomic bitops, no lock. */
+static DECLARE_BITMAP(scif_remote_up, SCIF_ALL_NODES);
+
+static bool scif_remote_id_ok(u16 id)
+{
+	return id >= SCIF_REMOTE_NODE_MIN && id <= SCIF_REMOTE_NODE_MAX;
+}
+
+int scif_remote_node_up(u16 id)
+{
+	if (!scif_remote_id_ok(id))
+		return -EINVAL;
+	if (test_and_set_bit(id, scif_remote_up))
+		return -EEXIST;
+	pr_info("scif: remote node %u up\n", id);
+	return 0;
+}
+EXPORT_SYMBOL_GPL(scif_remote_node_up);
+
+int scif_remote_node_down(u16 id)
+{
+	if (!scif_remote_id_ok(id))
+		return -EINVAL;
+	if (!test_and_clear_bit(id, scif_remote_up))
+		return -ENOENT;
+	atomic64_inc(&scif_stats.nodes_lost);
+	pr_info("scif: remote node %u down\n", id);
+	return 0;
+}
+EXPORT_SYMBOL_GPL(scif_remote_node_down);
+
+bool scif_remote_node_is_up(u16 id)
+{
+	return scif_remote_id_ok(id) && test_bit(id, scif_remote_up);
+}
+EXPORT_SYMBOL_GPL(scif_remote_node_is_up);
 
 /* ---- node set-up ---- */
 
@@ -174,13 +218,13 @@ int scif_node_set_online(u16 id)
 }
 
 /*
- * SCIF_GET_NODEIDS: fill at most ids->len online node ids (ascending),
- * write the caller's node to ids->self and the number of online nodes to
- * ids->len.
+ * SCIF_GET_NODEIDS: fill at most ids->len online node ids (ascending: the
+ * local ones, then the remote ones that are up), write the caller's node
+ * to ids->self and the number of online nodes to ids->len.
  */
 int scif_get_nodeids(struct scif_endpt *ep, struct scifioctl_node_ids *ids)
 {
-	u16 list[SCIF_MAX_NODES];
+	u16 list[SCIF_ALL_NODES];
 	unsigned int i, count = 0, fill;
 	u16 self = ep->node->id;
 
@@ -189,6 +233,8 @@ int scif_get_nodeids(struct scif_endpt *ep, struct scifioctl_node_ids *ids)
 	for (i = 0; i < scif_nr_nodes; i++)
 		if (READ_ONCE(scif_nodes[i].online))
 			list[count++] = i;
+	for_each_set_bit(i, scif_remote_up, SCIF_ALL_NODES)
+		list[count++] = i;
 	fill = min_t(unsigned int, count, ids->len);
 	if (fill && copy_to_user(u64_to_user_ptr(ids->nodes), list,
 				 fill * sizeof(list[0])))

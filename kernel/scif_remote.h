@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Remote nodes: SCIF nodes on other hosts, brought up and down by a
+ * transport module (kernel/rdma/scif_rdma.ko) through the functions below,
+ * exported by scif.ko.  scif.ko itself knows no fabric.
+ *
+ * Node ids: 0 is this host, 1..SCIF_MAX_EMU_NODES the emulated nodes of
+ * this kernel; remote nodes use SCIF_REMOTE_NODE_MIN..SCIF_REMOTE_NODE_MAX,
+ * so a remote id never collides with a local one.  A host's remote id is
+ * the name the other hosts give it; locally it stays node 0.
+ *
+ * Locking: the up/down state of each remote id is one bit of a bitmap set
+ * and cleared atomically (no lock); readers (SCIF_GET_NODEIDS, connect)
+ * read it lockless.  The transport serialises up/down of one id itself.
+ *
+ * This first slice carries no endpoint traffic: a node that is up is
+ * listed by scif_get_nodeIDs(), and connect to it fails with ECONNREFUSED
+ * (the node exists but no port on it can be reached from here yet); a
+ * remote id that is not up gives ENODEV as any unknown node.
+ */
+#ifndef SCIF_REMOTE_H
+#define SCIF_REMOTE_H
+
+#include <linux/types.h>
+
+#define SCIF_REMOTE_NODE_MIN	17	/* SCIF_MAX_EMU_NODES + 1 */
+#define SCIF_REMOTE_NODE_MAX	63
+#define SCIF_ALL_NODES		(SCIF_REMOTE_NODE_MAX + 1)
+
+/*
+ * Mark remote node @id reachable / unreachable.  Return 0, -EINVAL for an
+ * id outside the remote range, -EEXIST (up) if it is already up, -ENOENT
+ * (down) if it was not up.  Any context.
+ */
+int scif_remote_node_up(u16 id);
+int scif_remote_node_down(u16 id);
+/* true if @id is a remote node that is up */
+bool scif_remote_node_is_up(u16 id);
+
+#endif /* SCIF_REMOTE_H */
