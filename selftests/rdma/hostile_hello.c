@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * hostile_hello: a user-space rdma_cm client that connects to a scif_rdma
+ * listener with a crafted HELLO as the connect private data and reports
+ * what the listener did (tools/vm/rdma-hostile.test).
+ *
+ *   hostile_hello [-t SECONDS] ADDR PORT VARIANT SRC DST
+ *
+ * VARIANT is one of
+ *   none        no private data
+ *   short:N     the first N (1..11) bytes of a valid REQ HELLO
+ *   good        a valid REQ HELLO from SRC to DST (the caller picks a SRC,
+ *               DST or source address the listener must refuse)
+ *   magic       wrong magic
+ *   version     wrong version
+ *   kind        kind ACC instead of REQ
+ *   reserved    nonzero reserved field
+ *   garbage     pseudo-random bytes of the longest private data rdma_cm
+ *               takes for RDMA_PS_TCP over IB/RoCE (56)
+ *
+ * Prints one line "hostile_hello VARIANT SRC DST: RESULT" and exits with
+ *   0  REJECTED (the line says the reject status)
+ *   1  ESTABLISHED (the client then disconnects)
+ *   3  no answer within the timeout (default 20 s)
+ *   4  any other event (UNREACHABLE, CONNECT_ERROR, ...)
+ *   2  bad usage or a local setup error (errno text printed)
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <rdma/rdma_cma.h>
+
+/* the HELLO of kernel/rdma/scif_rdma.c (docs/transport.md), big-endian */
+#define HELLO_MAGIC 0x53434946U
+#define HELLO_VERSION 1
+#define HELLO_REQ 1
+#define HELLO_ACC 2
+#define HELLO_LEN 12
+/* IB CM REQ private data (92) minus rdma_cm's header (36) */
+#define MAX_PRIVATE_DATA 56
+
+static int timeout_ms = 20000;
+
+static void put16(uint8_t *p, unsigned int v) {
+    p[0] = (uint8_t)(v >> 8);
+    p[1] = (uint8_t)v;
+}
+
+static void put32(uint8_t *p, uint32_t v) {
+    put16(p, v >> 16);
+    put16(p + 2, v & 0xffff);
+}
+
+static void hello_fill(uint8_t *h, unsigned int src, unsigned int dst) {
+    put32(h, HELLO_MAGIC);
+    h[4] = HELLO_VERSION;
+    h[5] = HELLO_REQ;
+    put16(h + 6, src);
+    put16(h + 8, dst);
+    put16(h + 10, 0);
+}
+
+/* the private data of @variant in @buf; its length, or -1 if unknown */
+static int build(const char *variant, unsigned int src, unsigned int dst, uint8_t *buf) {
+    char *end;
+    long n;
+
+    memset(buf, 0, MAX_PRIVATE_DATA);
+    hello_fill(buf, src, dst);
+    if (!strcmp(variant, "none"))
+        return 0;
+    if (!strncmp(variant, "short:", 6)) {
+        errno = 0;
+        n = strtol(variant + 6, &end, 10);
+        if (errno || *end || n < 1 || n >= HELLO_LEN)
+            return -1;
+        return (int)n;
+    }
+    if (!strcmp(variant, "good"))
+        return HELLO_LEN;
+    if (!strcmp(variant, "magic")) {
+        put32(buf, HELLO_MAGIC ^ 0x20000000U); /* "sCIF" */
+        return HELLO_LEN;
+    }
+    if (!strcmp(variant, "version")) {
+        buf[4] = HELLO_VERSION + 1;
+        return HELLO_LEN;
+    }
+    if (!strcmp(variant, "kind")) {
+        buf[5] = HELLO_ACC;
+        return HELLO_LEN;
+    }
+    if (!strcmp(variant, "reserved")) {
+        put16(buf + 10, 1);
+        return HELLO_LEN;
+    }
+    if (!strcmp(variant, "garbage")) {
+        uint32_t x = 0x9e3779b9U;
+
+        for (int i = 0; i < MAX_PRIVATE_DATA; i++) {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            buf[i] = (uint8_t)x;
+        }
+        return MAX_PRIVATE_DATA;
+    }
+    return -1;
+}
+
+/*
+ * The next event on @ch within timeout_ms: its type in *@type and its
+ * status in *@status; 0, or -ETIMEDOUT, or -errno.
+ */
+static int next_event(struct rdma_event_channel *ch, enum rdma_cm_event_type *type, int *status) {
+    struct pollfd pfd = {.fd = ch->fd, .events = POLLIN};
+    struct rdma_cm_event *ev;
+    int ret;
+
+    do
+        ret = poll(&pfd, 1, timeout_ms);
+    while (ret < 0 && errno == EINTR);
+    if (ret < 0)
+        return -errno;
+    if (ret == 0)
+        return -ETIMEDOUT;
+    if (rdma_get_cm_event(ch, &ev))
+        return -errno;
+    *type = ev->event;
+    *status = ev->status;
+    rdma_ack_cm_event(ev);
+    return 0;
+}
+
+static int usage(void) {
+    fprintf(stderr, "usage: hostile_hello [-t SECONDS] ADDR PORT VARIANT "
+                    "SRC DST\n");
+    return 2;
+}
+
+static int setup_error(const char *variant, const char *what, int err) {
+    printf("hostile_hello %s: ERROR %s: %s\n", variant, what, strerror(err));
+    return 2;
+}
+
+int main(int argc, char **argv) {
+    uint8_t data[MAX_PRIVATE_DATA];
+    struct rdma_conn_param param;
+    struct rdma_event_channel *ch;
+    struct ibv_qp_init_attr attr;
+    enum rdma_cm_event_type type;
+    struct addrinfo hints, *ai;
+    struct rdma_cm_id *id;
+    const char *variant;
+    char tag[64];
+    unsigned long src, dst;
+    char *end;
+    int opt, len, status, ret;
+
+    while ((opt = getopt(argc, argv, "t:")) != -1) {
+        if (opt != 't')
+            return usage();
+        timeout_ms = atoi(optarg) * 1000;
+        if (timeout_ms < 1000 || timeout_ms > 300000)
+            return usage();
+    }
+    if (argc - optind != 5)
+        return usage();
+    variant = argv[optind + 2];
+    src = strtoul(argv[optind + 3], &end, 10);
+    if (*end || src > 0xffff)
+        return usage();
+    dst = strtoul(argv[optind + 4], &end, 10);
+    if (*end || dst > 0xffff)
+        return usage();
+    len = build(variant, src, dst, data);
+    if (len < 0 || strlen(variant) > 32)
+        return usage();
+    snprintf(tag, sizeof(tag), "%s %lu %lu", variant, src, dst);
+
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_INET;
+    hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
+    if (getaddrinfo(argv[optind], argv[optind + 1], &hints, &ai))
+        return usage();
+
+    ch = rdma_create_event_channel();
+    if (!ch)
+        return setup_error(tag, "rdma_create_event_channel", errno);
+    if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP))
+        return setup_error(tag, "rdma_create_id", errno);
+    if (rdma_resolve_addr(id, NULL, ai->ai_addr, 2000))
+        return setup_error(tag, "rdma_resolve_addr", errno);
+    freeaddrinfo(ai);
+    ret = next_event(ch, &type, &status);
+    if (ret)
+        return setup_error(tag, "address", -ret);
+    if (type != RDMA_CM_EVENT_ADDR_RESOLVED)
+        return setup_error(tag, rdma_event_str(type), EHOSTUNREACH);
+    if (rdma_resolve_route(id, 2000))
+        return setup_error(tag, "rdma_resolve_route", errno);
+    ret = next_event(ch, &type, &status);
+    if (ret)
+        return setup_error(tag, "route", -ret);
+    if (type != RDMA_CM_EVENT_ROUTE_RESOLVED)
+        return setup_error(tag, rdma_event_str(type), EHOSTUNREACH);
+
+    /* a reliable connected QP on librdmacm's default PD and CQs */
+    memset(&attr, 0, sizeof(attr));
+    attr.cap.max_send_wr = 1;
+    attr.cap.max_recv_wr = 1;
+    attr.cap.max_send_sge = 1;
+    attr.cap.max_recv_sge = 1;
+    attr.qp_type = IBV_QPT_RC;
+    attr.sq_sig_all = 1;
+    if (rdma_create_qp(id, NULL, &attr))
+        return setup_error(tag, "rdma_create_qp", errno);
+
+    memset(&param, 0, sizeof(param));
+    param.private_data = len ? data : NULL;
+    param.private_data_len = (uint8_t)len;
+    param.retry_count = 7;
+    param.rnr_retry_count = 7;
+    if (rdma_connect(id, &param))
+        return setup_error(tag, "rdma_connect", errno);
+    ret = next_event(ch, &type, &status);
+    if (ret == -ETIMEDOUT) {
+        printf("hostile_hello %s: TIMEOUT\n", tag);
+        ret = 3;
+    } else if (ret) {
+        return setup_error(tag, "connect", -ret);
+    } else if (type == RDMA_CM_EVENT_REJECTED) {
+        printf("hostile_hello %s: REJECTED status %d\n", tag, status);
+        ret = 0;
+    } else if (type == RDMA_CM_EVENT_ESTABLISHED) {
+        printf("hostile_hello %s: ESTABLISHED\n", tag);
+        rdma_disconnect(id);
+        /* DISCONNECTED, or nothing within the timeout */
+        next_event(ch, &type, &status);
+        ret = 1;
+    } else {
+        printf("hostile_hello %s: %s status %d\n", tag, rdma_event_str(type), status);
+        ret = 4;
+    }
+    rdma_destroy_qp(id);
+    rdma_destroy_id(id);
+    rdma_destroy_event_channel(ch);
+    return ret;
+}
