@@ -96,45 +96,33 @@ static const struct kernel_param_ops swdma_parked_ops = {
 module_param_cb(parked, &swdma_parked_ops, NULL, 0444);
 MODULE_PARM_DESC(parked, "descriptors parked by stall");
 
-static unsigned long long swdma_bytes_get(void)
+/*
+ * The channel's counters, read-only parameters: one getter, the counter's
+ * offset in struct swdma as the parameter's argument.
+ */
+static int swdma_counter_get(char *buf, const struct kernel_param *kp)
 {
-	return swdma ? atomic64_read(&swdma->copied) : 0;
+	u64 v = 0;
+
+	if (swdma)
+		v = atomic64_read((atomic64_t *)((char *)swdma +
+						 (uintptr_t)kp->arg));
+	return scnprintf(buf, PAGE_SIZE, "%llu\n", v);
 }
 
-static int swdma_param_get(char *buf, const struct kernel_param *kp)
-{
-	return scnprintf(buf, PAGE_SIZE, "%llu\n", swdma_bytes_get());
-}
-
-static const struct kernel_param_ops swdma_bytes_ops = {
-	.get = swdma_param_get,
+static const struct kernel_param_ops swdma_counter_ops = {
+	.get = swdma_counter_get,
 };
-module_param_cb(bytes_copied, &swdma_bytes_ops, NULL, 0444);
-MODULE_PARM_DESC(bytes_copied, "bytes copied by the software channel");
 
-static int swdma_descs_get(char *buf, const struct kernel_param *kp)
-{
-	return scnprintf(buf, PAGE_SIZE, "%llu\n",
-			 swdma ? (u64)atomic64_read(&swdma->descs) : 0);
-}
+#define SWDMA_COUNTER(name, field, desc)				\
+	module_param_cb(name, &swdma_counter_ops,			\
+			(void *)offsetof(struct swdma, field), 0444);	\
+	MODULE_PARM_DESC(name, desc)
 
-static const struct kernel_param_ops swdma_descs_ops = {
-	.get = swdma_descs_get,
-};
-module_param_cb(descs, &swdma_descs_ops, NULL, 0444);
-MODULE_PARM_DESC(descs, "descriptors run by the software channel");
-
-static int swdma_copy_ns_get(char *buf, const struct kernel_param *kp)
-{
-	return scnprintf(buf, PAGE_SIZE, "%llu\n",
-			 swdma ? (u64)atomic64_read(&swdma->copy_ns) : 0);
-}
-
-static const struct kernel_param_ops swdma_copy_ns_ops = {
-	.get = swdma_copy_ns_get,
-};
-module_param_cb(copy_ns, &swdma_copy_ns_ops, NULL, 0444);
-MODULE_PARM_DESC(copy_ns, "nanoseconds the channel spent copying descriptors");
+SWDMA_COUNTER(bytes_copied, copied, "bytes copied by the software channel");
+SWDMA_COUNTER(descs, descs, "descriptors run by the software channel");
+SWDMA_COUNTER(copy_ns, copy_ns,
+	      "nanoseconds the channel spent copying descriptors");
 
 /* ---- the copy ---- */
 
