@@ -178,8 +178,11 @@ struct NodeIds {
 // scif_get_nodeIDs(): every node online (throws on failure).
 inline NodeIds get_node_ids() {
     NodeIds r;
-    // The count returned is the number online; retry if it grew between calls.
-    for (int cap = 16;;) {
+    // The count returned is the number online, which may exceed the room
+    // given: retry with room for all (a few times, as nodes may come up
+    // between calls; then the first ones, as scif_get_nodeIDs gives).
+    int cap = 16;
+    for (int tries = 0; tries < 4; ++tries) {
         r.nodes.resize(static_cast<std::size_t>(cap));
         int n = scif_get_nodeIDs(r.nodes.data(), cap, &r.self);
         if (n < 0)
@@ -190,6 +193,7 @@ inline NodeIds get_node_ids() {
         }
         cap = n;
     }
+    return r;
 }
 
 // ---- registered memory ----------------------------------------------------

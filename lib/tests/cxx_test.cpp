@@ -493,3 +493,19 @@ TEST_F(CxxFixture, GetNodeIdsGrowsToTheNodesOnline) {
     script[SCIF_GET_NODEIDS] = [](int, unsigned long) { return fail(ENODEV); };
     EXPECT_EQ(thrown([] { scif::get_node_ids(); }).code().value(), ENODEV);
 }
+
+TEST_F(CxxFixture, GetNodeIdsRetriesABoundedNumberOfTimes) {
+    // A count that keeps growing (nodes coming up at every call).
+    script[SCIF_GET_NODEIDS] = [](int, unsigned long arg) {
+        auto *ids = arg_as<scifioctl_node_ids>(arg);
+        auto *nodes = reinterpret_cast<uint16_t *>(ids->nodes);
+        for (int i = 0; i < ids->len; ++i)
+            nodes[i] = static_cast<uint16_t>(i);
+        ids->len += 1;
+        return 0;
+    };
+    scif::NodeIds ids = scif::get_node_ids();
+    EXPECT_EQ(count(SCIF_GET_NODEIDS), 4u);
+    EXPECT_EQ(ids.nodes.size(), 19u); // the room of the last call, filled
+    EXPECT_EQ(ids.nodes.back(), 18);
+}
