@@ -25,6 +25,8 @@
  * (percent of the goal).
  *
  * usage: dma_bench [max_size_MiB]      (default 64, at most 64)
+ * --csv FILE (anywhere; or SCIF_BENCH_CSV=FILE) also appends the figures
+ * to FILE as CSV (results.h) for bench/plot.
  * DMA_BENCH_NOHUGE=1 in the environment: small pages (MADV_NOHUGEPAGE).
  * Run as root in the VM with scif.ko nodes=2 and scif_swdma.ko loaded.
  */
@@ -42,6 +44,7 @@
 
 #include <scif.h>
 
+#include "results.h"
 #include "scif_test.h"
 
 #define MiB (1UL << 20)
@@ -173,6 +176,7 @@ int main(int argc, char **argv) {
     size_t len;
     char r;
 
+    results_init("dma_bench", &argc, argv);
     if (argc > 1)
         max_size = strtoul(argv[1], NULL, 0) * MiB;
     if (max_size < 64 * 1024 || max_size > 64 * MiB)
@@ -227,7 +231,7 @@ int main(int argc, char **argv) {
     for (len = 64 * 1024; len <= max_size; len *= 4) {
         struct result res[K_NKINDS];
         double cpu, ref = ref_bw(len, &cpu), bytes, ns;
-        char below[128] = "";
+        char below[128] = "", path[64];
 
         for (k = 0; k < K_NKINDS; k++)
             if (measure(&c, (enum kind)k, len, &res[k]))
@@ -236,8 +240,13 @@ int main(int argc, char **argv) {
             printf("%6zu MiB", len / MiB);
         else
             printf("%6zu KiB", len / 1024);
-        for (k = 0; k < K_NKINDS; k++)
+        for (k = 0; k < K_NKINDS; k++) {
             printf(" %9.0f %6.1f", res[k].mbs, res[k].descs);
+            snprintf(path, sizeof(path), "scif_%s DMA", kind_name[k]);
+            results_add("bandwidth", path, len, res[k].mbs, "MB/s");
+        }
+        results_add("bandwidth", "DMA channel memcpy (reference)", len, ref, "MB/s");
+        results_add("bandwidth", "kernel CPU memcpy", len, ref < 0 ? -1 : cpu, "MB/s");
         bytes = ns = 0;
         for (k = 0; k < K_NKINDS; k++) {
             bytes += res[k].bytes;

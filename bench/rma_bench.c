@@ -23,6 +23,8 @@
  * cost of RMA with 10,000 windows registered on each endpoint next to one.
  *
  * usage: rma_bench [max_size_MiB]      (default 64)
+ * --csv FILE (anywhere; or SCIF_BENCH_CSV=FILE) also appends the figures
+ * to FILE as CSV (results.h) for bench/plot.
  * RMA_BENCH_THP=1 in the environment backs every buffer (windows too) with
  * transparent huge pages (madvise MADV_HUGEPAGE).
  */
@@ -44,6 +46,7 @@
 
 #include <scif.h>
 
+#include "results.h"
 #include "scif_test.h"
 
 #define MiB (1UL << 20)
@@ -226,6 +229,7 @@ static void lat_table(struct ctx *c) {
         if (lat4k(c, rows[i].k, rows[i].flags, &med[i], &p99[i]))
             med[i] = p99[i] = -1;
     for (i = 0; i < 4; i++) {
+        results_add("latency", rows[i].name, 4096, med[i], "us");
         printf("  %-36s %9.2f %9.2f", rows[i].name, med[i], p99[i]);
         if (med[i] > 0 && med[3] > 0)
             printf(" %7.2f\n", med[i] / med[3]);
@@ -382,6 +386,14 @@ static void window_count(struct ctx *c, int wfd, int rfd) {
     munmap(m, extra);
 }
 
+/* The paths of the bandwidth table's columns, as results_add() names them. */
+static const char *const bw_path[11] = {
+    "scif_vreadfrom CPU", "scif_vreadfrom CPU+cache", "scif_vreadfrom DMA",
+    "scif_readfrom CPU",  "scif_readfrom DMA",        "scif_vwriteto CPU",
+    "scif_vwriteto DMA",  "CMA (process_vm_readv)",   "memcpy",
+    "kernel copy",        "kernel copy (bounce)",
+};
+
 int main(int argc, char **argv) {
     int to_parent[2], to_child[2], dma, st;
     struct scif_portID dst;
@@ -395,6 +407,7 @@ int main(int argc, char **argv) {
     size_t len;
     char r;
 
+    results_init("rma_bench", &argc, argv);
     if (argc > 1)
         max_size = strtoul(argv[1], NULL, 0) * MiB;
     if (max_size < 4096)
@@ -466,8 +479,10 @@ int main(int argc, char **argv) {
         r[11] = r[10] > r[9] ? r[10] : r[9];
 
         print_size(len);
-        for (i = 0; i < 11; i++)
+        for (i = 0; i < 11; i++) {
             print_bw(r[i]);
+            results_add("bandwidth", bw_path[i], len, r[i], "MB/s");
+        }
         printf(" %7.2f %7.2f %7.2f\n", r[0] / r[7], r[3] / r[7], r[5] / r[7]);
         nrows++;
         if (len == max_size)

@@ -2,7 +2,7 @@
 /*
  * scif_bench: SCIF messaging next to a UNIX-socket pair, in one run.
  *
- *   scif_bench [-T SECONDS] [-n MAX] [-r RUNS] [-s SIZE,SIZE,...] [-c CPU]
+ *   scif_bench [-T SECONDS] [-n MAX] [-r RUNS] [-s SIZE,SIZE,...] [-c CPU] [--csv FILE]
  *
  * Measures, between two threads of this process,
  *   - the round-trip latency of an 8-byte message (ping-pong), and
@@ -17,6 +17,8 @@
  * Absolute numbers depend on the machine (and mean little under TCG
  * emulation); the ratio is what compares.  Uses <scif.h>, -lscif and the
  * selftest library's helpers (timing, connected pairs, the byte pattern).
+ * With --csv FILE (or SCIF_BENCH_CSV=FILE) the figures are also appended
+ * to FILE as CSV (results.h) for bench/plot.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -35,6 +37,7 @@
 #include <scif.h>
 
 #include "scif_test.h"
+#include "results.h"
 
 enum kind { K_SCIF, K_UNIX };
 
@@ -298,13 +301,14 @@ static const char *ring_size(char *buf, size_t len) {
 
 static void usage(const char *prog) {
     fprintf(stderr,
-            "usage: %s [-T SECONDS] [-n MAX] [-r RUNS] [-s SIZE,...] [-c CPU]\n"
+            "usage: %s [-T SECONDS] [-n MAX] [-r RUNS] [-s SIZE,...] [-c CPU] [--csv FILE]\n"
             "  -T SECONDS  length of one run (default 0.5; at least %d messages)\n"
             "  -n MAX      at most MAX messages or round trips per run (default 1000000)\n"
             "  -r RUNS     runs per figure, the median is shown (default 3, max %d)\n"
             "  -s SIZES    message sizes in bytes, >= 8 (default 64,4096,65536,1048576)\n"
             "  -c CPU      run both threads on this CPU (default 0); \"any\": let the\n"
-            "              scheduler place them (cross-CPU wake-ups; very noisy under TCG)\n",
+            "              scheduler place them (cross-CPU wake-ups; very noisy under TCG)\n"
+            "  --csv FILE  also append the figures to FILE as CSV (or SCIF_BENCH_CSV=FILE)\n",
             prog, MIN_ITERS, MAX_RUNS);
     exit(2);
 }
@@ -317,6 +321,7 @@ int main(int argc, char **argv) {
     char sbuf[32], rbuf[32];
     int online;
 
+    results_init("scif_bench", &argc, argv);
     while ((opt = getopt(argc, argv, "T:n:r:s:c:h")) != -1) {
         switch (opt) {
         case 'T':
@@ -374,8 +379,11 @@ int main(int argc, char **argv) {
     printf("8-byte message round trip (us, lower is better)\n");
     printf("  %-22s %12s %12s %10s\n", "path", "SCIF", "UNIX", "SCIF/UNIX");
     lat[2] = median_latency(2, runs);
+    results_add("latency", "UNIX socket pair", 8, lat[2], "us");
     for (i = 0; i < npaths; i++) {
         lat[i] = median_latency(i, runs);
+        results_add("latency", i ? "SCIF node 0 - node 1" : "SCIF node 0 loopback", 8, lat[i],
+                    "us");
         printf("  %-22s %12.2f %12.2f %10.2f\n", i ? "node 0 <-> node 1" : "node 0 <-> node 0",
                lat[i], lat[2], lat[i] / lat[2]);
     }
@@ -390,8 +398,12 @@ int main(int argc, char **argv) {
         int p;
 
         bw[2] = median_bw(2, sizes[i], runs);
-        for (p = 0; p < npaths; p++)
+        results_add("bandwidth", "UNIX socket pair", (size_t)sizes[i], bw[2], "MiB/s");
+        for (p = 0; p < npaths; p++) {
             bw[p] = median_bw(p, sizes[i], runs);
+            results_add("bandwidth", p ? "SCIF node 0 - node 1" : "SCIF node 0 loopback",
+                        (size_t)sizes[i], bw[p], "MiB/s");
+        }
         printf("  %-10s %14.1f", size_str(sizes[i], sbuf, sizeof(sbuf)), bw[0]);
         if (npaths > 1)
             printf(" %14.1f", bw[1]);
