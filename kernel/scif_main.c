@@ -38,10 +38,15 @@ static int __init scif_init(void)
 	err = scif_nodes_init(nodes);
 	if (err)
 		goto out_rma;
+	err = scif_sysfs_init();
+	if (err)
+		goto out_nodes;
 	pr_info("scif: openscif loaded, node 0 and %u emulated node(s)\n",
 		nodes);
 	return 0;
 
+out_nodes:
+	scif_nodes_exit();
 out_rma:
 	scif_rma_exit();
 out_dbg:
@@ -57,6 +62,7 @@ static void __exit scif_exit(void)
 	 * queued before their file was closed: scif_rma_exit() drains them
 	 * (and the registration cache's deferred frees) before the check.
 	 */
+	scif_sysfs_exit();
 	scif_nodes_exit();
 	scif_rma_exit();
 	if (!list_empty(&scif_eps))
