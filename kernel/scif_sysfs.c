@@ -8,6 +8,7 @@
  *                        separated by one space (an empty line: none)
  *   nodes/<id>/online    1 or 0, for each local node 0..N
  *   nodes/<id>/transport "loopback" (the transport's name)
+ *   nodes/<id>/numa_node host NUMA node of its memory (node_numa), or -1
  *   stats/<counter>      one decimal counter per file (see scif_sysfs_stat)
  *
  * The module version and parameters are the kernel's own
@@ -232,9 +233,18 @@ static ssize_t transport_show(struct kobject *kobj,
 }
 static struct kobj_attribute transport_attr = __ATTR_RO(transport);
 
+static ssize_t numa_node_show(struct kobject *kobj,
+			      struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%d\n",
+			  scif_node_numa(scif_sysfs_to_node(kobj)->id));
+}
+static struct kobj_attribute numa_node_attr = __ATTR_RO(numa_node);
+
 static struct attribute *scif_node_attrs[] = {
 	&online_attr.attr,
 	&transport_attr.attr,
+	&numa_node_attr.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(scif_node);

@@ -36,6 +36,7 @@ struct Node {
     unsigned id;
     bool up;
     std::string transport;
+    int numa; // host NUMA node, -1 none or unknown
 };
 
 struct Info {
@@ -89,9 +90,12 @@ Info collect(const std::string &sys) {
     info.dma_channel = read_value(top + "/dma_channel");
     for (const auto &n : list_dir(top + "/nodes")) {
         const std::string dir = top + "/nodes/" + n;
-        Node node{static_cast<unsigned>(to_number(dir, n)), false, ""};
+        Node node{static_cast<unsigned>(to_number(dir, n)), false, "", -1};
         node.up = to_number(dir + "/online", read_value(dir + "/online")) != 0;
         node.transport = read_value(dir + "/transport");
+        const std::string numa = read_value(dir + "/numa_node");
+        if (numa != "-1")
+            node.numa = static_cast<int>(to_number(dir + "/numa_node", numa));
         info.nodes.push_back(node);
     }
     std::sort(info.nodes.begin(), info.nodes.end(),
@@ -100,7 +104,7 @@ Info collect(const std::string &sys) {
     std::string id;
     while (remote >> id)
         info.nodes.push_back(
-            {static_cast<unsigned>(to_number(top + "/remote_nodes", id)), true, "rdma"});
+            {static_cast<unsigned>(to_number(top + "/remote_nodes", id)), true, "rdma", -1});
     for (const auto &c : list_dir(top + "/stats")) {
         const std::string path = top + "/stats/" + c;
         info.counters.emplace_back(c, to_number(path, read_value(path)));
@@ -138,7 +142,8 @@ void print_json(const Info &info) {
         const Node &n = info.nodes[i];
         o << (i ? "," : "") << "\n    {\"id\": " << n.id
           << ", \"up\": " << (n.up ? "true" : "false")
-          << ", \"transport\": " << json_string(n.transport) << "}";
+          << ", \"transport\": " << json_string(n.transport) << ", \"numa_node\": " << n.numa
+          << "}";
     }
     o << "\n  ],\n  \"counters\": {";
     for (size_t i = 0; i < info.counters.size(); i++)
@@ -149,10 +154,12 @@ void print_json(const Info &info) {
 
 void print_text(const Info &info) {
     std::printf("openscif module version %s\n\n", info.version.c_str());
-    std::printf("nodes:\n  %-4s %-5s %s\n", "id", "state", "transport");
-    for (const Node &n : info.nodes)
-        std::printf("  %-4u %-5s %s%s\n", n.id, n.up ? "up" : "down", n.transport.c_str(),
-                    n.id == 0 ? " (self)" : "");
+    std::printf("nodes:\n  %-4s %-5s %-4s %s\n", "id", "state", "numa", "transport");
+    for (const Node &n : info.nodes) {
+        const std::string numa = n.numa < 0 ? "-" : std::to_string(n.numa);
+        std::printf("  %-4u %-5s %-4s %s%s\n", n.id, n.up ? "up" : "down", numa.c_str(),
+                    n.transport.c_str(), n.id == 0 ? " (self)" : "");
+    }
     std::printf("\nRMA data mover: %s\n", info.dma_channel.c_str());
     std::printf("\nparameters:\n");
     for (const auto &p : info.params)

@@ -201,6 +201,58 @@ static int t_node_lost(void) {
     return r;
 }
 
+/* The NUMA node of SCIF node @node from sysfs (-1: none), or -2. */
+static int node_numa(int node) {
+    char path[128];
+
+    snprintf(path, sizeof(path), "/sys/kernel/scif/nodes/%d/numa_node", node);
+    return (int)read_long(path);
+}
+
+/*
+ * With node_numa set (tools/vm/numa.test: two NUMA nodes), each bound
+ * emulated node's endpoints have their receive ring on its NUMA node: a
+ * pair on each, then debugfs rings (endpoint, node, NUMA node of the ring).
+ */
+static int t_numa_rings(void) {
+    int srv[17], cli[17]; /* nodes 1..16 */
+    int max = max_node(), bound = 0, checked = 0, r = KSFT_PASS;
+    unsigned int id, node;
+    int nid;
+    FILE *f;
+
+    if (access("/sys/devices/system/node/node1", F_OK) != 0)
+        return test_skip("one NUMA node: the placement cannot be told apart");
+    CHECK(max >= 0 && max <= 16);
+    for (int n = 1; n <= max; n++)
+        if (node_numa(n) >= 0)
+            bound++;
+    if (!bound)
+        return test_skip("no emulated node bound to a NUMA node (node_numa unset)");
+    for (int n = 1; n <= max; n++)
+        CHECK(connect_pair(n, n, &srv[n], &cli[n]) == 0);
+    f = fopen(DBG_DIR "/rings", "r");
+    CHECK(f != NULL, "open " DBG_DIR "/rings");
+    while (fscanf(f, "%u %u %d", &id, &node, &nid) == 3) {
+        int want = node_numa((int)node);
+
+        if (want < 0)
+            continue;
+        checked++;
+        if (nid != want) {
+            diag("endpoint %u of node %u: ring on NUMA node %d, node_numa %d", id, node, nid, want);
+            r = KSFT_FAIL;
+        }
+    }
+    fclose(f);
+    CHECK(checked >= 2 * bound, "%d rings checked, %d bound nodes", checked, bound);
+    for (int n = 1; n <= max; n++) {
+        scif_close(cli[n]);
+        scif_close(srv[n]);
+    }
+    return r;
+}
+
 static const struct scif_test tests[] = {
     {"scif_info --json is valid JSON", t_json_valid, 0},
     {"eps_open and eps_created count an endpoint opened and closed", t_eps_open, 0},
@@ -208,6 +260,7 @@ static const struct scif_test tests[] = {
     {"rma_transfers and the RMA bytes count one transfer", t_transfer, 0},
     {"the nodes up are those of scif_get_nodeIDs, self 0", t_nodes, 0},
     {"a lost node reads down and is counted, then up again", t_node_lost, 0},
+    {"the rings of a node bound by node_numa lie on its NUMA node", t_numa_rings, 0},
 };
 
 int main(int argc, char **argv) {
