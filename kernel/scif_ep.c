@@ -41,7 +41,8 @@ struct scif_endpt *scif_ep_alloc(struct scif_node *node)
 	struct scif_endpt *ep;
 	int err;
 
-	ep = kzalloc(sizeof(*ep), GFP_KERNEL_ACCOUNT);
+	ep = kzalloc_node(sizeof(*ep), GFP_KERNEL_ACCOUNT,
+			  scif_node_numa(node->id));
 	if (!ep)
 		return ERR_PTR(-ENOMEM);
 	refcount_set(&ep->ref, 1);
@@ -107,7 +108,8 @@ void scif_ep_wake(struct scif_endpt *ep)
 int scif_ring_alloc(struct scif_endpt *ep)
 {
 	if (!ep->rx.buf) {
-		ep->rx.buf = kvmalloc(scif_ring_size, GFP_KERNEL_ACCOUNT);
+		ep->rx.buf = kvmalloc_node(scif_ring_size, GFP_KERNEL_ACCOUNT,
+					   scif_node_numa(ep->node->id));
 		if (!ep->rx.buf)
 			return -ENOMEM;
 		ep->rx.size = scif_ring_size;

@@ -239,4 +239,11 @@ void scif_fs_inode_put(struct inode *inode);
 struct dentry *scif_debugfs_init(void);
 void scif_debugfs_exit(void);
 
+/* scif_main.c: host NUMA node of SCIF node @id, or NUMA_NO_NODE */
+int scif_node_numa(u16 id);
+
+/* scif_sysfs.c: /sys/kernel/scif (after scif_nodes_init(), removed first) */
+int scif_sysfs_init(void);
+void scif_sysfs_exit(void);
+
 #endif /* SCIF_EP_H */

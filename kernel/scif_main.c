@@ -6,6 +6,8 @@
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/log2.h>
+#include <linux/nodemask.h>
+#include <linux/numa.h>
 #include "scif_ep.h"
 
 static unsigned int nodes = 1;
@@ -15,6 +17,48 @@ MODULE_PARM_DESC(nodes, "number of emulated coprocessor nodes /dev/scif1..N (0-1
 unsigned int scif_ring_size = 4096;
 module_param_named(ring_size, scif_ring_size, uint, 0444);
 MODULE_PARM_DESC(ring_size, "bytes of the receive ring of each connected endpoint (power of two, 4096-4194304, default 4096 as Intel's SCIF_ENDPT_QP_SIZE)");
+
+/*
+ * NUMA affinity of the emulated nodes: node_numa=A,B,... binds emulated
+ * node 1 to host NUMA node A, node 2 to B, ...; -1 (and every node not
+ * listed, and node 0) means none: memory comes from wherever the caller
+ * runs.  Set once at load, read-only after (no lock).
+ */
+static int node_numa[SCIF_MAX_EMU_NODES];
+static unsigned int node_numa_count;
+module_param_array(node_numa, int, &node_numa_count, 0444);
+MODULE_PARM_DESC(node_numa, "host NUMA node of each emulated node 1..N, comma separated (-1: none, the default); its endpoints and receive rings are allocated there");
+
+int scif_node_numa(u16 id)
+{
+	if (id == 0 || id > node_numa_count)
+		return NUMA_NO_NODE;
+	return node_numa[id - 1];
+}
+
+static int __init scif_numa_check(void)
+{
+	unsigned int i;
+
+	if (node_numa_count > nodes) {
+		pr_err("scif: node_numa has %u entries but nodes=%u\n",
+		       node_numa_count, nodes);
+		return -EINVAL;
+	}
+	for (i = 0; i < node_numa_count; i++) {
+		int nid = node_numa[i];
+
+		if (nid == NUMA_NO_NODE)
+			continue;
+		if (nid < 0 || nid >= MAX_NUMNODES || !node_online(nid) ||
+		    !node_state(nid, N_MEMORY)) {
+			pr_err("scif: node_numa: emulated node %u: NUMA node %d is not an online node with memory (online: %*pbl)\n",
+			       i + 1, nid, nodemask_pr_args(&node_states[N_MEMORY]));
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
 
 static int __init scif_init(void)
 {
@@ -30,6 +74,9 @@ static int __init scif_init(void)
 		pr_err("scif: ring_size=%u invalid\n", scif_ring_size);
 		return -EINVAL;
 	}
+	err = scif_numa_check();
+	if (err)
+		return err;
 	dbg = scif_debugfs_init();
 	err = scif_rma_init(dbg);
 	if (err)
@@ -38,10 +85,15 @@ static int __init scif_init(void)
 	err = scif_nodes_init(nodes);
 	if (err)
 		goto out_rma;
+	err = scif_sysfs_init();
+	if (err)
+		goto out_nodes;
 	pr_info("scif: openscif loaded, node 0 and %u emulated node(s)\n",
 		nodes);
 	return 0;
 
+out_nodes:
+	scif_nodes_exit();
 out_rma:
 	scif_rma_exit();
 out_dbg:
@@ -57,6 +109,7 @@ static void __exit scif_exit(void)
 	 * queued before their file was closed: scif_rma_exit() drains them
 	 * (and the registration cache's deferred frees) before the check.
 	 */
+	scif_sysfs_exit();
 	scif_nodes_exit();
 	scif_rma_exit();
 	if (!list_empty(&scif_eps))

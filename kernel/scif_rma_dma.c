@@ -27,6 +27,7 @@
 #include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include <linux/sysfs.h>
 #include "scif_rma_priv.h"
 
 /* Descriptors submitted before waiting for the batch (see below). */
@@ -771,6 +772,24 @@ static int scif_dbg_dma_show(struct seq_file *s, void *unused)
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(scif_dbg_dma);
+
+ssize_t scif_dma_chan_show(char *buf)
+{
+	ssize_t n;
+
+	down_read(&scif_dma_rwsem);
+	n = sysfs_emit(buf, "%s\n",
+		       scif_dma.chan ? dma_chan_name(scif_dma.chan) : "cpu");
+	up_read(&scif_dma_rwsem);
+	return n;
+}
+
+void scif_dma_counters(u64 *dma_bytes, u64 *cpu_bytes, u64 *fallbacks)
+{
+	*dma_bytes = atomic64_read(&scif_dma.dma_bytes);
+	*cpu_bytes = atomic64_read(&scif_dma.cpu_bytes);
+	*fallbacks = atomic64_read(&scif_dma.dma_fallbacks);
+}
 
 int scif_dma_init(struct dentry *dbg)
 {

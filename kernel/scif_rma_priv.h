@@ -264,6 +264,7 @@ extern atomic_t scif_rma_inflight;
 extern atomic_t scif_rma_nwindows;
 extern atomic_t scif_rma_nmaps;
 extern atomic_t scif_rma_queue_max;
+extern atomic64_t scif_rma_transfers;	/* RMAs issued (sysfs) */
 extern struct workqueue_struct *scif_rma_wq;
 
 /* scif_rma.c */
@@ -297,6 +298,9 @@ void scif_copy_cpu(struct scif_pgvec *dst, struct scif_pgvec *src,
 int scif_copy_dma(struct scif_pgvec *dst, struct scif_pgvec *src,
 		  size_t off, size_t len);
 bool scif_dma_available(void);
+/* sysfs: the channel in use ("cpu" if none), and the mover counters */
+ssize_t scif_dma_chan_show(char *buf);
+void scif_dma_counters(u64 *dma_bytes, u64 *cpu_bytes, u64 *fallbacks);
 int scif_dma_init(struct dentry *dbg);
 void scif_dma_exit(void);
 

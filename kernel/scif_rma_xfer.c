@@ -37,6 +37,7 @@
 struct workqueue_struct *scif_rma_wq;
 /* Most asynchronous transfers one endpoint ever had in flight (debugfs). */
 atomic_t scif_rma_queue_max = ATOMIC_INIT(0);
+atomic64_t scif_rma_transfers = ATOMIC64_INIT(0);
 
 /* ---- transfer slots, under rma->fence_lock ---- */
 
@@ -446,6 +447,7 @@ long scif_rma_copy_ioctl(struct scif_endpt *ep, unsigned int cmd,
 	n = x->rma->nasync;
 	spin_unlock(&x->rma->fence_lock);
 	atomic_inc(&scif_rma_inflight);
+	atomic64_inc(&scif_rma_transfers);
 	max = atomic_read(&scif_rma_queue_max);
 	while (n > max && !atomic_try_cmpxchg(&scif_rma_queue_max, &max, n))
 		;
