@@ -54,7 +54,7 @@
 
 struct scif_transport_ops;
 
-/* One SCIF node (0 = host, 1..N emulated). */
+/* One SCIF node (0 = host, 1..N emulated, remote ids: scif_remote.h). */
 struct scif_node {
 	u16 id;
 	/* true while reachable; written under scif_nodes_mutex, read lockless */
@@ -145,6 +145,11 @@ struct scif_endpt {
 	struct list_head tmp_link;	/* node loss work list */
 
 	struct scif_rma_ep *rma;	/* owned by the RMA subsystem */
+	/*
+	 * Owned by the transport of a remote node (its proxies, its
+	 * connectors), under that transport's lock; NULL otherwise.
+	 */
+	void *xprt;
 };
 
 /* Per open file of a node device. */
@@ -227,6 +232,7 @@ ssize_t scif_ring_write(struct scif_ring *r, const void __user *buf,
 int scif_nodes_init(unsigned int nr_emu);
 void scif_nodes_exit(void);
 struct scif_node *scif_node_lookup(u16 id);
+const struct scif_transport_ops *scif_node_ops(u16 id);
 int scif_node_set_lost(u16 id);
 int scif_node_set_online(u16 id);
 int scif_get_nodeids(struct scif_endpt *ep, struct scifioctl_node_ids *ids);

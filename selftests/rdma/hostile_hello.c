@@ -4,7 +4,7 @@
  * listener with a crafted HELLO as the connect private data and reports
  * what the listener did (tools/vm/rdma-hostile.test).
  *
- *   hostile_hello [-t SECONDS] ADDR PORT VARIANT SRC DST
+ *   hostile_hello [-t SECONDS] [-f] ADDR PORT VARIANT SRC DST
  *
  * VARIANT is one of
  *   none        no private data
@@ -17,6 +17,10 @@
  *   reserved    nonzero reserved field
  *   garbage     pseudo-random bytes of the longest private data rdma_cm
  *               takes for RDMA_PS_TCP over IB/RoCE (56)
+ *
+ * With -f, once ESTABLISHED it also sends malformed frames on the link
+ * (FRAME_COUNT of them, one per defect of kernel/rdma/scif_rdma.c's step
+ * 10 and 17), then a valid PING, and prints "frames sent N" first.
  *
  * Prints one line "hostile_hello VARIANT SRC DST: RESULT" and exits with
  *   0  REJECTED (the line says the reject status)
@@ -35,6 +39,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <rdma/rdma_cma.h>
+#include <infiniband/verbs.h>
 
 /* the HELLO of kernel/rdma/scif_rdma.c (docs/transport.md), big-endian */
 #define HELLO_MAGIC 0x53434946U
@@ -46,6 +51,12 @@
 #define MAX_PRIVATE_DATA 56
 
 static int timeout_ms = 20000;
+
+/* the frame header of kernel/rdma/scif_rdma.c (struct srd_hdr) */
+#define FRAME_MAGIC 0x5343464dU
+#define FRAME_HDR 28
+enum { F_PING = 1, F_DATA = 6, F_CREDIT = 7, F_CLOSE = 8 };
+#define FRAME_COUNT 10
 
 static void put16(uint8_t *p, unsigned int v) {
     p[0] = (uint8_t)(v >> 8);
@@ -139,7 +150,7 @@ static int next_event(struct rdma_event_channel *ch, enum rdma_cm_event_type *ty
 }
 
 static int usage(void) {
-    fprintf(stderr, "usage: hostile_hello [-t SECONDS] ADDR PORT VARIANT "
+    fprintf(stderr, "usage: hostile_hello [-t SECONDS] [-f] ADDR PORT VARIANT "
                     "SRC DST\n");
     return 2;
 }
@@ -147,6 +158,98 @@ static int usage(void) {
 static int setup_error(const char *variant, const char *what, int err) {
     printf("hostile_hello %s: ERROR %s: %s\n", variant, what, strerror(err));
     return 2;
+}
+
+static void frame_hdr(uint8_t *f, unsigned int type, unsigned int lcredits, uint32_t dst,
+                      uint32_t len) {
+    memset(f, 0, FRAME_HDR);
+    put32(f, FRAME_MAGIC);
+    f[4] = (uint8_t)type;
+    put16(f + 6, lcredits);
+    put32(f + 8, dst);
+    put32(f + 12, 1);
+    put32(f + 16, len);
+}
+
+/* Malformed frame @i (0..FRAME_COUNT-1) in @f; its length. */
+static int bad_frame(int i, uint8_t *f) {
+    frame_hdr(f, F_PING, 0, 0, 0);
+    switch (i) {
+    case 0: /* shorter than a header */
+        return 8;
+    case 1: /* wrong magic */
+        put32(f, FRAME_MAGIC ^ 1);
+        return FRAME_HDR;
+    case 2: /* type 0 */
+        f[4] = 0;
+        return FRAME_HDR;
+    case 3: /* unknown type */
+        f[4] = 200;
+        return FRAME_HDR;
+    case 4: /* nonzero reserved byte */
+        f[5] = 1;
+        return FRAME_HDR;
+    case 5: /* length field beyond the frame */
+        frame_hdr(f, F_DATA, 0, 1, 100);
+        return FRAME_HDR + 4;
+    case 6: /* payload on a control frame */
+        frame_hdr(f, F_CLOSE, 0, 1, 4);
+        return FRAME_HDR + 4;
+    case 7: /* more link credits than were used */
+        frame_hdr(f, F_PING, 1000, 0, 0);
+        return FRAME_HDR;
+    case 8: /* DATA for a connection that does not exist */
+        frame_hdr(f, F_DATA, 0, 999, 4);
+        return FRAME_HDR + 4;
+    default: /* CREDIT for a connection that does not exist */
+        frame_hdr(f, F_CREDIT, 0, 12345, 0);
+        return FRAME_HDR;
+    }
+}
+
+/* Send @len bytes of @buf (in @mr) on @id's QP and wait for it: 0 or -1. */
+static int send_frame(struct rdma_cm_id *id, struct ibv_mr *mr, uint8_t *buf, int len) {
+    struct ibv_sge sge = {(uintptr_t)buf, (uint32_t)len, mr->lkey};
+    struct ibv_send_wr wr, *bad;
+    struct ibv_wc wc;
+    int i, n;
+
+    memset(&wr, 0, sizeof(wr));
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    if (ibv_post_send(id->qp, &wr, &bad))
+        return -1;
+    for (i = 0; i < timeout_ms; i++) {
+        n = ibv_poll_cq(id->send_cq, 1, &wc);
+        if (n < 0)
+            return -1;
+        if (n)
+            return wc.status == IBV_WC_SUCCESS ? 0 : -1;
+        usleep(1000);
+    }
+    return -1;
+}
+
+/* -f: the malformed frames, then a valid PING; frames sent, or -1. */
+static int send_frames(struct rdma_cm_id *id) {
+    static uint8_t buf[256];
+    struct ibv_mr *mr = ibv_reg_mr(id->pd, buf, sizeof(buf), 0);
+    int i, sent = 0;
+
+    if (!mr)
+        return -1;
+    for (i = 0; i < FRAME_COUNT; i++) {
+        if (send_frame(id, mr, buf, bad_frame(i, buf)))
+            break;
+        sent++;
+    }
+    frame_hdr(buf, F_PING, 0, 0, 0);
+    if (sent == FRAME_COUNT && send_frame(id, mr, buf, FRAME_HDR))
+        sent = -1;
+    ibv_dereg_mr(mr);
+    return sent;
 }
 
 int main(int argc, char **argv) {
@@ -161,9 +264,13 @@ int main(int argc, char **argv) {
     char tag[64];
     unsigned long src, dst;
     char *end;
-    int opt, len, status, ret;
+    int opt, len, status, ret, frames = 0;
 
-    while ((opt = getopt(argc, argv, "t:")) != -1) {
+    while ((opt = getopt(argc, argv, "ft:")) != -1) {
+        if (opt == 'f') {
+            frames = 1;
+            continue;
+        }
         if (opt != 't')
             return usage();
         timeout_ms = atoi(optarg) * 1000;
@@ -239,6 +346,8 @@ int main(int argc, char **argv) {
         printf("hostile_hello %s: REJECTED status %d\n", tag, status);
         ret = 0;
     } else if (type == RDMA_CM_EVENT_ESTABLISHED) {
+        if (frames)
+            printf("frames sent %d\n", send_frames(id));
         printf("hostile_hello %s: ESTABLISHED\n", tag);
         rdma_disconnect(id);
         /* DISCONNECTED, or nothing within the timeout */
