@@ -13,6 +13,12 @@
  *   ep->send_mutex / ep->recv_mutex
  *                               one sender / one receiver at a time per
  *                               endpoint; held across copy_{from,to}_user
+ *   a remote transport's locks  (scif_rdma: srd_msg_mutex, then a link's
+ *                               mutex) taken by its operations, which the
+ *                               core calls with the mutexes above held but
+ *                               no spinlock; under them the transport takes
+ *                               ep->lock, queues connectors and drops
+ *                               endpoint references
  *   scif_eps_mutex              global endpoint list (alloc, free, debugfs,
  *                               node loss); a last scif_ep_put() may take it
  *                               under any of the mutexes above

@@ -4,10 +4,11 @@
  * another goes through these operations.  Endpoint, connection and
  * messaging code never reach into another node directly.
  *
- * Loopback/emulation (scif_nodes.c) is the first implementation: all nodes
- * live in this kernel, so a "peer" is the peer's struct scif_endpt.  A
- * transport to real remote nodes would represent remote endpoints by local
- * proxy endpoints and implement the same operations with messages.
+ * Loopback/emulation (scif_nodes.c) serves the nodes of this kernel: a
+ * "peer" is the peer's struct scif_endpt.  The remote transport
+ * (scif_remote.h, kernel/rdma/scif_rdma.c) represents an endpoint on
+ * another host by a local proxy endpoint of the remote node and implements
+ * the same operations with messages.
  *
  * Dispatch: conn_request and conn_cancel go to the operations of the
  * node the connection is for (the destination); msg_send, notify and
