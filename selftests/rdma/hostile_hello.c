@@ -20,7 +20,10 @@
  *
  * With -f, once ESTABLISHED it also sends malformed frames on the link
  * (FRAME_COUNT of them, one per defect of kernel/rdma/scif_rdma.c's step
- * 10 and 17), then a valid PING, and prints "frames sent N" first.
+ * 10 and 17), then a valid PING, and prints "frames sent N" first.  With
+ * -c PORT it then connects to PORT on the listener's host (CONN_REQ,
+ * waits for CONN_ACC) and sends DATA beyond the credit granted (step 14),
+ * and prints "credit violation sent 1" (0 if it could not).
  *
  * Prints one line "hostile_hello VARIANT SRC DST: RESULT" and exits with
  *   0  REJECTED (the line says the reject status)
@@ -55,7 +58,7 @@ static int timeout_ms = 20000;
 /* the frame header of kernel/rdma/scif_rdma.c (struct srd_hdr) */
 #define FRAME_MAGIC 0x5343464dU
 #define FRAME_HDR 28
-enum { F_PING = 1, F_DATA = 6, F_CREDIT = 7, F_CLOSE = 8 };
+enum { F_PING = 1, F_CONN_REQ = 3, F_CONN_ACC = 4, F_DATA = 6, F_CREDIT = 7, F_CLOSE = 8 };
 #define FRAME_COUNT 10
 
 static void put16(uint8_t *p, unsigned int v) {
@@ -150,7 +153,7 @@ static int next_event(struct rdma_event_channel *ch, enum rdma_cm_event_type *ty
 }
 
 static int usage(void) {
-    fprintf(stderr, "usage: hostile_hello [-t SECONDS] [-f] ADDR PORT VARIANT "
+    fprintf(stderr, "usage: hostile_hello [-t SECONDS] [-f] [-c PORT] ADDR PORT VARIANT "
                     "SRC DST\n");
     return 2;
 }
@@ -232,6 +235,75 @@ static int send_frame(struct rdma_cm_id *id, struct ibv_mr *mr, uint8_t *buf, in
     return -1;
 }
 
+static uint32_t get32(const uint8_t *p) {
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/*
+ * Wait for a CONN_ACC for our connection 1 (other frames are skipped):
+ * the peer's connection id, or 0.
+ */
+static uint32_t wait_conn_acc(struct rdma_cm_id *id) {
+    static uint8_t rbuf[8192];
+    struct ibv_mr *mr = ibv_reg_mr(id->pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE);
+    struct ibv_sge sge;
+    struct ibv_recv_wr wr, *bad;
+    struct ibv_wc wc;
+    uint32_t rid = 0;
+    int frames, i, n;
+
+    if (!mr)
+        return 0;
+    for (frames = 0; frames < 100 && !rid; frames++) {
+        sge.addr = (uintptr_t)rbuf;
+        sge.length = sizeof(rbuf);
+        sge.lkey = mr->lkey;
+        memset(&wr, 0, sizeof(wr));
+        wr.sg_list = &sge;
+        wr.num_sge = 1;
+        if (ibv_post_recv(id->qp, &wr, &bad))
+            break;
+        for (i = 0, n = 0; i < timeout_ms && !n; i++) {
+            n = ibv_poll_cq(id->recv_cq, 1, &wc);
+            if (!n)
+                usleep(1000);
+        }
+        if (n != 1 || wc.status != IBV_WC_SUCCESS)
+            break;
+        if (wc.byte_len >= FRAME_HDR && rbuf[4] == F_CONN_ACC && get32(rbuf + 8) == 1)
+            rid = get32(rbuf + 12);
+    }
+    ibv_dereg_mr(mr);
+    return rid;
+}
+
+/*
+ * -c PORT: connect to PORT of the listener's node 0 (a 4 KiB ring
+ * accepts), then send DATA beyond the credit it granted.  1 if sent.
+ */
+static int credit_violation(struct rdma_cm_id *id, unsigned int port) {
+    static uint8_t buf[8192];
+    struct ibv_mr *mr = ibv_reg_mr(id->pd, buf, sizeof(buf), 0);
+    uint32_t rid;
+    int ret = 0;
+
+    if (!mr)
+        return 0;
+    frame_hdr(buf, F_CONN_REQ, 0, 0, 0);
+    put32(buf + 20, 5U << 16 | port);
+    put32(buf + 24, 4096);
+    if (!send_frame(id, mr, buf, FRAME_HDR)) {
+        rid = wait_conn_acc(id);
+        if (rid) {
+            frame_hdr(buf, F_DATA, 0, rid, 5000);
+            memset(buf + FRAME_HDR, 'v', 5000);
+            ret = !send_frame(id, mr, buf, FRAME_HDR + 5000);
+        }
+    }
+    ibv_dereg_mr(mr);
+    return ret;
+}
+
 /* -f: the malformed frames, then a valid PING; frames sent, or -1. */
 static int send_frames(struct rdma_cm_id *id) {
     static uint8_t buf[256];
@@ -264,11 +336,17 @@ int main(int argc, char **argv) {
     char tag[64];
     unsigned long src, dst;
     char *end;
-    int opt, len, status, ret, frames = 0;
+    int opt, len, status, ret, frames = 0, cport = 0;
 
-    while ((opt = getopt(argc, argv, "ft:")) != -1) {
+    while ((opt = getopt(argc, argv, "fc:t:")) != -1) {
         if (opt == 'f') {
             frames = 1;
+            continue;
+        }
+        if (opt == 'c') {
+            cport = atoi(optarg);
+            if (cport < 1 || cport > 65535)
+                return usage();
             continue;
         }
         if (opt != 't')
@@ -348,6 +426,8 @@ int main(int argc, char **argv) {
     } else if (type == RDMA_CM_EVENT_ESTABLISHED) {
         if (frames)
             printf("frames sent %d\n", send_frames(id));
+        if (cport)
+            printf("credit violation sent %d\n", credit_violation(id, (unsigned int)cport));
         printf("hostile_hello %s: ESTABLISHED\n", tag);
         rdma_disconnect(id);
         /* DISCONNECTED, or nothing within the timeout */
