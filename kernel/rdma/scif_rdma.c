@@ -930,6 +930,7 @@ static void srd_rx_data(struct srd_peer *peer, struct srd_conn *c,
 	chunk = min(len, r->size - off);
 	memcpy(r->buf + off, payload, chunk);
 	memcpy(r->buf, payload + chunk, len - chunk);
+	/* publish the bytes before the head: pairs with scif_ring_used() */
 	smp_store_release(&r->head, head + len);
 	scif_ep_wake(ep);
 	scif_ep_put(ep);
@@ -948,6 +949,7 @@ static void srd_rx_credit(struct srd_peer *peer, struct srd_conn *c,
 				   sizeof(*h));
 		return;
 	}
+	/* pairs with the acquire of the tail in scif_ring_space() */
 	smp_store_release(&r->tail, tail);
 	wake_up_all(&srd_txwq[peer->id]);
 	ep = srd_proxy_peer(c->proxy);
@@ -1203,6 +1205,7 @@ static void srd_notify(struct scif_endpt *p)
 	ep = srd_proxy_peer(p);
 	if (!ep)
 		goto out;
+	/* pairs with the release of the tail in scif_recv (ring read) */
 	tail = smp_load_acquire(&ep->rx.tail);
 	scif_ep_put(ep);
 	if (tail != c->credit_sent &&
