@@ -106,6 +106,14 @@ int scif_conn_deliver(struct scif_endpt *ep, struct scif_node *dst, u16 port)
 	xa_unlock(&dst->ports);
 	return ret;
 }
+EXPORT_SYMBOL_GPL(scif_conn_deliver);
+
+/* Tell the transport of connector @cep how its request was answered. */
+static void scif_conn_answer(struct scif_endpt *cep, int err)
+{
+	if (cep->node->ops->conn_answer)
+		cep->node->ops->conn_answer(cep, err);
+}
 
 /*
  * Resolve connector @cep whose request the listener @lep took off its queue
@@ -172,6 +180,7 @@ bool scif_conn_withdraw(struct scif_endpt *ep, int err)
 	scif_ep_put(lep);
 	return withdrawn;
 }
+EXPORT_SYMBOL_GPL(scif_conn_withdraw);
 
 static int scif_connect_result(struct scif_endpt *ep)
 {
@@ -250,12 +259,6 @@ int scif_connect(struct scif_endpt *ep, struct scifioctl_connect *req,
 		goto out_unlock;
 	}
 	dst = scif_node_lookup(req->peer.node);
-	if (!dst && scif_remote_node_is_up(req->peer.node) &&
-	    READ_ONCE(ep->node->online)) {
-		/* scif_remote.h: no endpoint traffic to remote nodes yet */
-		ret = -ECONNREFUSED;
-		goto out_unlock;
-	}
 	if (!dst || !READ_ONCE(dst->online) || !READ_ONCE(ep->node->online)) {
 		ret = -ENODEV;
 		goto out_unlock;
@@ -280,7 +283,7 @@ int scif_connect(struct scif_endpt *ep, struct scifioctl_connect *req,
 	req->self.port = ep->port;
 	atomic64_inc(&scif_stats.connects);
 
-	ret = ep->node->ops->conn_request(ep, req->peer.node, req->peer.port);
+	ret = dst->ops->conn_request(ep, req->peer.node, req->peer.port);
 	if (ret) {
 		spin_lock(&ep->lock);
 		if (ep->state == SCIFEP_CONNECTING)
@@ -299,7 +302,7 @@ int scif_connect(struct scif_endpt *ep, struct scifioctl_connect *req,
 	ret = wait_event_interruptible(ep->wq,
 				       READ_ONCE(ep->state) != SCIFEP_CONNECTING);
 	if (ret) {
-		if (ep->node->ops->conn_cancel(ep, 0))
+		if (scif_node_ops(req->peer.node)->conn_cancel(ep, 0))
 			return -ERESTARTSYS;
 		/* a listener already took the request: its answer is close */
 		wait_event(ep->wq, READ_ONCE(ep->state) != SCIFEP_CONNECTING);
@@ -329,8 +332,10 @@ void scif_listener_shutdown(struct scif_endpt *lep, int err)
 		spin_unlock(&lep->lock);
 		if (!cep)
 			break;
-		if (scif_conn_resolve(cep, lep, NULL, err))
+		if (scif_conn_resolve(cep, lep, NULL, err)) {
 			atomic64_inc(&scif_stats.refused);
+			scif_conn_answer(cep, err);
+		}
 		scif_ep_put(cep);
 	}
 }
@@ -439,7 +444,9 @@ int scif_accept_req(struct scif_endpt *lep, struct scifioctl_accept *acc)
 	nep->state = SCIFEP_CONNECTED;
 	nep->peer = cep;		/* takes over the queue's reference */
 
-	if (!scif_conn_resolve(cep, lep, nep, 0)) {
+	if (scif_conn_resolve(cep, lep, nep, 0)) {
+		scif_conn_answer(cep, 0);
+	} else {
 		/* the connector gave up (closed, node lost) meanwhile */
 		spin_lock(&nep->lock);
 		nep->peer = NULL;
@@ -470,8 +477,10 @@ int scif_accept_req(struct scif_endpt *lep, struct scifioctl_accept *acc)
 refuse_nep:
 	scif_ep_put(nep);
 refuse:
-	if (scif_conn_resolve(cep, lep, NULL, -ECONNREFUSED))
+	if (scif_conn_resolve(cep, lep, NULL, -ECONNREFUSED)) {
 		atomic64_inc(&scif_stats.refused);
+		scif_conn_answer(cep, -ECONNREFUSED);
+	}
 	scif_ep_put(cep);
 	return ret;
 }
@@ -522,7 +531,8 @@ void scif_ep_node_lost(struct scif_endpt *ep, u16 id)
 		break;
 	case SCIFEP_CONNECTING:
 		if (involved)
-			ep->node->ops->conn_cancel(ep, -ENODEV);
+			scif_node_ops(ep->peer_id.node)->conn_cancel(ep,
+								     -ENODEV);
 		break;
 	case SCIFEP_LISTENING:
 		if (local) {

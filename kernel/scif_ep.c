@@ -73,6 +73,7 @@ struct scif_endpt *scif_ep_alloc(struct scif_node *node)
 	atomic64_inc(&scif_stats.eps_created);
 	return ep;
 }
+EXPORT_SYMBOL_GPL(scif_ep_alloc);
 
 static void scif_ep_free(struct scif_endpt *ep)
 {
@@ -92,17 +93,20 @@ void scif_ep_get(struct scif_endpt *ep)
 {
 	refcount_inc(&ep->ref);
 }
+EXPORT_SYMBOL_GPL(scif_ep_get);
 
 void scif_ep_put(struct scif_endpt *ep)
 {
 	if (ep && refcount_dec_and_test(&ep->ref))
 		scif_ep_free(ep);
 }
+EXPORT_SYMBOL_GPL(scif_ep_put);
 
 void scif_ep_wake(struct scif_endpt *ep)
 {
 	wake_up_all(&ep->wq);
 }
+EXPORT_SYMBOL_GPL(scif_ep_wake);
 
 /* Allocate (first connection attempt) or reset the receive ring. */
 int scif_ring_alloc(struct scif_endpt *ep)
@@ -149,7 +153,7 @@ void scif_ep_end_conn(struct scif_endpt *ep, int err)
 	scif_ep_wake(ep);
 
 	if (peer) {
-		if (ep->node->ops->disconnect(ep, peer, err)) {
+		if (peer->node->ops->disconnect(ep, peer, err)) {
 			atomic64_inc(&scif_stats.resets);
 			scif_ep_rma_disconnect_once(peer);
 			/* the peer's reference on us */
@@ -160,6 +164,7 @@ void scif_ep_end_conn(struct scif_endpt *ep, int err)
 	if (ended || peer)
 		scif_ep_rma_disconnect_once(ep);
 }
+EXPORT_SYMBOL_GPL(scif_ep_end_conn);
 
 /*
  * The file holding @ep is released (or @ep is an accepted endpoint that was
@@ -187,7 +192,7 @@ void scif_ep_close(struct scif_endpt *ep)
 		scif_listener_shutdown(ep, -ECONNREFUSED);
 		break;
 	case SCIFEP_CONNECTING:
-		ep->node->ops->conn_cancel(ep, 0);
+		scif_node_ops(ep->peer_id.node)->conn_cancel(ep, 0);
 		break;
 	case SCIFEP_CONNECTED:
 		scif_ep_end_conn(ep, -ECONNRESET);

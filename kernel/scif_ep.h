@@ -13,6 +13,12 @@
  *   ep->send_mutex / ep->recv_mutex
  *                               one sender / one receiver at a time per
  *                               endpoint; held across copy_{from,to}_user
+ *   a remote transport's locks  (scif_rdma: srd_msg_mutex, then a link's
+ *                               mutex) taken by its operations, which the
+ *                               core calls with the mutexes above held but
+ *                               no spinlock; under them the transport takes
+ *                               ep->lock, queues connectors and drops
+ *                               endpoint references
  *   scif_eps_mutex              global endpoint list (alloc, free, debugfs,
  *                               node loss); a last scif_ep_put() may take it
  *                               under any of the mutexes above
@@ -54,7 +60,7 @@
 
 struct scif_transport_ops;
 
-/* One SCIF node (0 = host, 1..N emulated). */
+/* One SCIF node (0 = host, 1..N emulated, remote ids: scif_remote.h). */
 struct scif_node {
 	u16 id;
 	/* true while reachable; written under scif_nodes_mutex, read lockless */
@@ -145,6 +151,11 @@ struct scif_endpt {
 	struct list_head tmp_link;	/* node loss work list */
 
 	struct scif_rma_ep *rma;	/* owned by the RMA subsystem */
+	/*
+	 * Owned by the transport of a remote node (its proxies, its
+	 * connectors), under that transport's lock; NULL otherwise.
+	 */
+	void *xprt;
 };
 
 /* Per open file of a node device. */
@@ -227,6 +238,7 @@ ssize_t scif_ring_write(struct scif_ring *r, const void __user *buf,
 int scif_nodes_init(unsigned int nr_emu);
 void scif_nodes_exit(void);
 struct scif_node *scif_node_lookup(u16 id);
+const struct scif_transport_ops *scif_node_ops(u16 id);
 int scif_node_set_lost(u16 id);
 int scif_node_set_online(u16 id);
 int scif_get_nodeids(struct scif_endpt *ep, struct scifioctl_node_ids *ids);

@@ -3,8 +3,8 @@
  * Nodes and the loopback/emulation transport.  Node 0 is the host; nodes
  * 1..N are emulated in this kernel.  Every node reaches every other node
  * through scif_loopback_ops; node loss is simulated through debugfs.
- * Remote nodes (other hosts) are only an up/down bit each, set by a
- * transport module through scif_remote.h.
+ * Remote nodes (other hosts) are an up/down bit and a node struct each,
+ * served by the transport module registered through scif_remote.h.
  */
 #include <linux/uaccess.h>
 #include <linux/slab.h>
@@ -18,11 +18,47 @@ struct scif_node scif_nodes[SCIF_MAX_NODES];
 unsigned int scif_nr_nodes;
 DEFINE_MUTEX(scif_nodes_mutex);
 
+/*
+ * The remote nodes' structs; ops is set (under scif_nodes_mutex) while a
+ * remote transport is registered, online mirrors the up bit below.
+ */
+static const struct scif_transport_ops scif_remote_dead_ops;
+static struct scif_node scif_rnodes[SCIF_REMOTE_NODE_MAX -
+				    SCIF_REMOTE_NODE_MIN + 1];
+
+static bool scif_remote_id_ok(u16 id)
+{
+	return id >= SCIF_REMOTE_NODE_MIN && id <= SCIF_REMOTE_NODE_MAX;
+}
+
+struct scif_node *scif_remote_node(u16 id)
+{
+	if (!scif_remote_id_ok(id))
+		return NULL;
+	return &scif_rnodes[id - SCIF_REMOTE_NODE_MIN];
+}
+EXPORT_SYMBOL_GPL(scif_remote_node);
+
+/* A local node, or a remote one while a transport is registered. */
 struct scif_node *scif_node_lookup(u16 id)
 {
-	if (id >= scif_nr_nodes)
-		return NULL;
-	return &scif_nodes[id];
+	struct scif_node *node;
+
+	if (id < scif_nr_nodes)
+		return &scif_nodes[id];
+	node = scif_remote_node(id);
+	if (node && READ_ONCE(node->ops) != &scif_remote_dead_ops)
+		return node;
+	return NULL;
+}
+EXPORT_SYMBOL_GPL(scif_node_lookup);
+
+/* The operations serving connections to node @id (loopback if none). */
+const struct scif_transport_ops *scif_node_ops(u16 id)
+{
+	struct scif_node *node = scif_node_lookup(id);
+
+	return node ? READ_ONCE(node->ops) : &scif_loopback_ops;
 }
 
 /* ---- loopback transport ---- */
@@ -82,13 +118,62 @@ const struct scif_transport_ops scif_loopback_ops = {
 
 /* ---- remote nodes (scif_remote.h) ---- */
 
+/*
+ * The operations of remote nodes while no transport is registered: a
+ * thread that read a node's ops just before the transport went away finds
+ * these (never the unloaded module's).
+ */
+static int dead_conn_request(struct scif_endpt *ep, u16 dst_node, u16 port)
+{
+	return -ENODEV;
+}
+
+static ssize_t dead_msg_send(struct scif_endpt *ep, struct scif_endpt *peer,
+			     const void __user *buf, size_t len)
+{
+	return -ECONNRESET;
+}
+
+static const struct scif_transport_ops scif_remote_dead_ops = {
+	.name = "none",
+	.conn_request = dead_conn_request,
+	.conn_cancel = lb_conn_cancel,
+	.msg_send = dead_msg_send,
+	.notify = lb_notify,
+	.disconnect = lb_disconnect,
+};
+
 /* Bit @id set while remote node @id is up; atomic bitops, no lock. */
 static DECLARE_BITMAP(scif_remote_up, SCIF_ALL_NODES);
 
-static bool scif_remote_id_ok(u16 id)
+int scif_remote_register(const struct scif_transport_ops *ops)
 {
-	return id >= SCIF_REMOTE_NODE_MIN && id <= SCIF_REMOTE_NODE_MAX;
+	unsigned int i;
+	int ret = 0;
+
+	mutex_lock(&scif_nodes_mutex);
+	if (scif_rnodes[0].ops != &scif_remote_dead_ops) {
+		ret = -EBUSY;
+	} else {
+		for (i = 0; i < ARRAY_SIZE(scif_rnodes); i++)
+			WRITE_ONCE(scif_rnodes[i].ops, ops);
+	}
+	mutex_unlock(&scif_nodes_mutex);
+	return ret;
 }
+EXPORT_SYMBOL_GPL(scif_remote_register);
+
+void scif_remote_unregister(const struct scif_transport_ops *ops)
+{
+	unsigned int i;
+
+	mutex_lock(&scif_nodes_mutex);
+	for (i = 0; i < ARRAY_SIZE(scif_rnodes); i++)
+		if (scif_rnodes[i].ops == ops)
+			WRITE_ONCE(scif_rnodes[i].ops, &scif_remote_dead_ops);
+	mutex_unlock(&scif_nodes_mutex);
+}
+EXPORT_SYMBOL_GPL(scif_remote_unregister);
 
 int scif_remote_node_up(u16 id)
 {
@@ -96,6 +181,7 @@ int scif_remote_node_up(u16 id)
 		return -EINVAL;
 	if (test_and_set_bit(id, scif_remote_up))
 		return -EEXIST;
+	WRITE_ONCE(scif_remote_node(id)->online, true);
 	pr_info("scif: remote node %u up\n", id);
 	return 0;
 }
@@ -107,6 +193,7 @@ int scif_remote_node_down(u16 id)
 		return -EINVAL;
 	if (!test_and_clear_bit(id, scif_remote_up))
 		return -ENOENT;
+	WRITE_ONCE(scif_remote_node(id)->online, false);
 	atomic64_inc(&scif_stats.nodes_lost);
 	pr_info("scif: remote node %u down\n", id);
 	return 0;
@@ -127,6 +214,14 @@ int scif_nodes_init(unsigned int nr_emu)
 	int err;
 
 	scif_nr_nodes = nr_emu + 1;
+	for (i = 0; i < ARRAY_SIZE(scif_rnodes); i++) {
+		struct scif_node *node = &scif_rnodes[i];
+
+		node->id = SCIF_REMOTE_NODE_MIN + i;
+		node->ops = &scif_remote_dead_ops;
+		xa_init_flags(&node->ports, XA_FLAGS_ALLOC);
+		snprintf(node->name, sizeof(node->name), "remote%u", node->id);
+	}
 	for (i = 0; i < scif_nr_nodes; i++) {
 		struct scif_node *node = &scif_nodes[i];
 

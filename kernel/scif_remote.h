@@ -13,15 +13,22 @@
  * and cleared atomically (no lock); readers (SCIF_GET_NODEIDS, connect)
  * read it lockless.  The transport serialises up/down of one id itself.
  *
- * This first slice carries no endpoint traffic: a node that is up is
- * listed by scif_get_nodeIDs(), and connect to it fails with ECONNREFUSED
- * (the node exists but no port on it can be reached from here yet); a
- * remote id that is not up gives ENODEV as any unknown node.
+ * Endpoints: each remote id has a struct scif_node (no device file) whose
+ * operations are those of the registered remote transport
+ * (scif_remote_register()).  An endpoint on another host is represented
+ * here by a local proxy endpoint on that node, connected to the local
+ * endpoint like any peer; the transport moves what crosses.  A node that
+ * is up is listed by scif_get_nodeIDs() and can be connected to; a remote
+ * id that is not up (or without a transport) gives ENODEV as any unknown
+ * node.
  */
 #ifndef SCIF_REMOTE_H
 #define SCIF_REMOTE_H
 
 #include <linux/types.h>
+
+struct scif_transport_ops;
+struct scif_node;
 
 #define SCIF_REMOTE_NODE_MIN	17	/* SCIF_MAX_EMU_NODES + 1 */
 #define SCIF_REMOTE_NODE_MAX	63
@@ -36,5 +43,15 @@ int scif_remote_node_up(u16 id);
 int scif_remote_node_down(u16 id);
 /* true if @id is a remote node that is up */
 bool scif_remote_node_is_up(u16 id);
+
+/*
+ * The remote transport: one at a time.  register returns -EBUSY if one is
+ * registered.  The transport must have ended every endpoint of its nodes
+ * and marked them down before unregistering.
+ */
+int scif_remote_register(const struct scif_transport_ops *ops);
+void scif_remote_unregister(const struct scif_transport_ops *ops);
+/* The node struct of remote id @id (proxies live on it), or NULL. */
+struct scif_node *scif_remote_node(u16 id);
 
 #endif /* SCIF_REMOTE_H */

@@ -4,10 +4,18 @@
  * another goes through these operations.  Endpoint, connection and
  * messaging code never reach into another node directly.
  *
- * Loopback/emulation (scif_nodes.c) is the first implementation: all nodes
- * live in this kernel, so a "peer" is the peer's struct scif_endpt.  A
- * transport to real remote nodes would represent remote endpoints by local
- * proxy endpoints and implement the same operations with messages.
+ * Loopback/emulation (scif_nodes.c) serves the nodes of this kernel: a
+ * "peer" is the peer's struct scif_endpt.  The remote transport
+ * (scif_remote.h, kernel/rdma/scif_rdma.c) represents an endpoint on
+ * another host by a local proxy endpoint of the remote node and implements
+ * the same operations with messages.
+ *
+ * Dispatch: conn_request and conn_cancel go to the operations of the
+ * node the connection is for (the destination); msg_send, notify and
+ * disconnect to those of the peer endpoint's node (a proxy of a remote
+ * endpoint belongs to a remote node, whose operations are the remote
+ * transport's, see scif_remote.h); conn_answer to those of the
+ * connector's node.  Optional operations may be NULL.
  *
  * All operations are called in process context with no core lock held
  * unless stated otherwise.
@@ -55,6 +63,20 @@ struct scif_transport_ops {
 	 */
 	bool (*disconnect)(struct scif_endpt *ep, struct scif_endpt *peer,
 			   int err);
+	/*
+	 * Optional.  A listener resolved connector @cep (whose request was
+	 * queued by scif_conn_deliver()): connected (@err 0, cep->peer is
+	 * the accepted endpoint) or refused with @err.  Called once per
+	 * resolved request, after @cep's state changed, with ep->mutex of the
+	 * listener or acceptor possibly held but no spinlock.
+	 */
+	void (*conn_answer)(struct scif_endpt *cep, int err);
+	/*
+	 * Optional.  Wait (interruptibly) until msg_send() to @peer may move
+	 * bytes again or @ep is no longer connected; 0 or -ERESTARTSYS.
+	 * Without it, scif_send() waits for room in @peer's ring.
+	 */
+	int (*send_wait)(struct scif_endpt *ep, struct scif_endpt *peer);
 };
 
 extern const struct scif_transport_ops scif_loopback_ops;

@@ -4,7 +4,7 @@
  * listener with a crafted HELLO as the connect private data and reports
  * what the listener did (tools/vm/rdma-hostile.test).
  *
- *   hostile_hello [-t SECONDS] ADDR PORT VARIANT SRC DST
+ *   hostile_hello [-t SECONDS] [-f] ADDR PORT VARIANT SRC DST
  *
  * VARIANT is one of
  *   none        no private data
@@ -17,6 +17,13 @@
  *   reserved    nonzero reserved field
  *   garbage     pseudo-random bytes of the longest private data rdma_cm
  *               takes for RDMA_PS_TCP over IB/RoCE (56)
+ *
+ * With -f, once ESTABLISHED it also sends malformed frames on the link
+ * (FRAME_COUNT of them, one per defect of kernel/rdma/scif_rdma.c's step
+ * 10 and 17), then a valid PING, and prints "frames sent N" first.  With
+ * -c PORT it then connects to PORT on the listener's host (CONN_REQ,
+ * waits for CONN_ACC) and sends DATA beyond the credit granted (step 14),
+ * and prints "credit violation sent 1" (0 if it could not).
  *
  * Prints one line "hostile_hello VARIANT SRC DST: RESULT" and exits with
  *   0  REJECTED (the line says the reject status)
@@ -35,6 +42,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <rdma/rdma_cma.h>
+#include <infiniband/verbs.h>
 
 /* the HELLO of kernel/rdma/scif_rdma.c (docs/transport.md), big-endian */
 #define HELLO_MAGIC 0x53434946U
@@ -46,6 +54,12 @@
 #define MAX_PRIVATE_DATA 56
 
 static int timeout_ms = 20000;
+
+/* the frame header of kernel/rdma/scif_rdma.c (struct srd_hdr) */
+#define FRAME_MAGIC 0x5343464dU
+#define FRAME_HDR 28
+enum { F_PING = 1, F_CONN_REQ = 3, F_CONN_ACC = 4, F_DATA = 6, F_CREDIT = 7, F_CLOSE = 8 };
+#define FRAME_COUNT 10
 
 static void put16(uint8_t *p, unsigned int v) {
     p[0] = (uint8_t)(v >> 8);
@@ -139,7 +153,7 @@ static int next_event(struct rdma_event_channel *ch, enum rdma_cm_event_type *ty
 }
 
 static int usage(void) {
-    fprintf(stderr, "usage: hostile_hello [-t SECONDS] ADDR PORT VARIANT "
+    fprintf(stderr, "usage: hostile_hello [-t SECONDS] [-f] [-c PORT] ADDR PORT VARIANT "
                     "SRC DST\n");
     return 2;
 }
@@ -147,6 +161,167 @@ static int usage(void) {
 static int setup_error(const char *variant, const char *what, int err) {
     printf("hostile_hello %s: ERROR %s: %s\n", variant, what, strerror(err));
     return 2;
+}
+
+static void frame_hdr(uint8_t *f, unsigned int type, unsigned int lcredits, uint32_t dst,
+                      uint32_t len) {
+    memset(f, 0, FRAME_HDR);
+    put32(f, FRAME_MAGIC);
+    f[4] = (uint8_t)type;
+    put16(f + 6, lcredits);
+    put32(f + 8, dst);
+    put32(f + 12, 1);
+    put32(f + 16, len);
+}
+
+/* Malformed frame @i (0..FRAME_COUNT-1) in @f; its length. */
+static int bad_frame(int i, uint8_t *f) {
+    frame_hdr(f, F_PING, 0, 0, 0);
+    switch (i) {
+    case 0: /* shorter than a header */
+        return 8;
+    case 1: /* wrong magic */
+        put32(f, FRAME_MAGIC ^ 1);
+        return FRAME_HDR;
+    case 2: /* type 0 */
+        f[4] = 0;
+        return FRAME_HDR;
+    case 3: /* unknown type */
+        f[4] = 200;
+        return FRAME_HDR;
+    case 4: /* nonzero reserved byte */
+        f[5] = 1;
+        return FRAME_HDR;
+    case 5: /* length field beyond the frame */
+        frame_hdr(f, F_DATA, 0, 1, 100);
+        return FRAME_HDR + 4;
+    case 6: /* payload on a control frame */
+        frame_hdr(f, F_CLOSE, 0, 1, 4);
+        return FRAME_HDR + 4;
+    case 7: /* more link credits than were used */
+        frame_hdr(f, F_PING, 1000, 0, 0);
+        return FRAME_HDR;
+    case 8: /* DATA for a connection that does not exist */
+        frame_hdr(f, F_DATA, 0, 999, 4);
+        return FRAME_HDR + 4;
+    default: /* CREDIT for a connection that does not exist */
+        frame_hdr(f, F_CREDIT, 0, 12345, 0);
+        return FRAME_HDR;
+    }
+}
+
+/* Send @len bytes of @buf (in @mr) on @id's QP and wait for it: 0 or -1. */
+static int send_frame(struct rdma_cm_id *id, struct ibv_mr *mr, uint8_t *buf, int len) {
+    struct ibv_sge sge = {(uintptr_t)buf, (uint32_t)len, mr->lkey};
+    struct ibv_send_wr wr, *bad;
+    struct ibv_wc wc;
+    int i, n;
+
+    memset(&wr, 0, sizeof(wr));
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    if (ibv_post_send(id->qp, &wr, &bad))
+        return -1;
+    for (i = 0; i < timeout_ms; i++) {
+        n = ibv_poll_cq(id->send_cq, 1, &wc);
+        if (n < 0)
+            return -1;
+        if (n)
+            return wc.status == IBV_WC_SUCCESS ? 0 : -1;
+        usleep(1000);
+    }
+    return -1;
+}
+
+static uint32_t get32(const uint8_t *p) {
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/*
+ * Wait for a CONN_ACC for our connection 1 (other frames are skipped):
+ * the peer's connection id, or 0.
+ */
+static uint32_t wait_conn_acc(struct rdma_cm_id *id) {
+    static uint8_t rbuf[8192];
+    struct ibv_mr *mr = ibv_reg_mr(id->pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE);
+    struct ibv_sge sge;
+    struct ibv_recv_wr wr, *bad;
+    struct ibv_wc wc;
+    uint32_t rid = 0;
+    int frames, i, n;
+
+    if (!mr)
+        return 0;
+    for (frames = 0; frames < 100 && !rid; frames++) {
+        sge.addr = (uintptr_t)rbuf;
+        sge.length = sizeof(rbuf);
+        sge.lkey = mr->lkey;
+        memset(&wr, 0, sizeof(wr));
+        wr.sg_list = &sge;
+        wr.num_sge = 1;
+        if (ibv_post_recv(id->qp, &wr, &bad))
+            break;
+        for (i = 0, n = 0; i < timeout_ms && !n; i++) {
+            n = ibv_poll_cq(id->recv_cq, 1, &wc);
+            if (!n)
+                usleep(1000);
+        }
+        if (n != 1 || wc.status != IBV_WC_SUCCESS)
+            break;
+        if (wc.byte_len >= FRAME_HDR && rbuf[4] == F_CONN_ACC && get32(rbuf + 8) == 1)
+            rid = get32(rbuf + 12);
+    }
+    ibv_dereg_mr(mr);
+    return rid;
+}
+
+/*
+ * -c PORT: connect to PORT of the listener's node 0 (a 4 KiB ring
+ * accepts), then send DATA beyond the credit it granted.  1 if sent.
+ */
+static int credit_violation(struct rdma_cm_id *id, unsigned int port) {
+    static uint8_t buf[8192];
+    struct ibv_mr *mr = ibv_reg_mr(id->pd, buf, sizeof(buf), 0);
+    uint32_t rid;
+    int ret = 0;
+
+    if (!mr)
+        return 0;
+    frame_hdr(buf, F_CONN_REQ, 0, 0, 0);
+    put32(buf + 20, 5U << 16 | port);
+    put32(buf + 24, 4096);
+    if (!send_frame(id, mr, buf, FRAME_HDR)) {
+        rid = wait_conn_acc(id);
+        if (rid) {
+            frame_hdr(buf, F_DATA, 0, rid, 5000);
+            memset(buf + FRAME_HDR, 'v', 5000);
+            ret = !send_frame(id, mr, buf, FRAME_HDR + 5000);
+        }
+    }
+    ibv_dereg_mr(mr);
+    return ret;
+}
+
+/* -f: the malformed frames, then a valid PING; frames sent, or -1. */
+static int send_frames(struct rdma_cm_id *id) {
+    static uint8_t buf[256];
+    struct ibv_mr *mr = ibv_reg_mr(id->pd, buf, sizeof(buf), 0);
+    int i, sent = 0;
+
+    if (!mr)
+        return -1;
+    for (i = 0; i < FRAME_COUNT; i++) {
+        if (send_frame(id, mr, buf, bad_frame(i, buf)))
+            break;
+        sent++;
+    }
+    frame_hdr(buf, F_PING, 0, 0, 0);
+    if (sent == FRAME_COUNT && send_frame(id, mr, buf, FRAME_HDR))
+        sent = -1;
+    ibv_dereg_mr(mr);
+    return sent;
 }
 
 int main(int argc, char **argv) {
@@ -161,9 +336,19 @@ int main(int argc, char **argv) {
     char tag[64];
     unsigned long src, dst;
     char *end;
-    int opt, len, status, ret;
+    int opt, len, status, ret, frames = 0, cport = 0;
 
-    while ((opt = getopt(argc, argv, "t:")) != -1) {
+    while ((opt = getopt(argc, argv, "fc:t:")) != -1) {
+        if (opt == 'f') {
+            frames = 1;
+            continue;
+        }
+        if (opt == 'c') {
+            cport = atoi(optarg);
+            if (cport < 1 || cport > 65535)
+                return usage();
+            continue;
+        }
         if (opt != 't')
             return usage();
         timeout_ms = atoi(optarg) * 1000;
@@ -239,6 +424,10 @@ int main(int argc, char **argv) {
         printf("hostile_hello %s: REJECTED status %d\n", tag, status);
         ret = 0;
     } else if (type == RDMA_CM_EVENT_ESTABLISHED) {
+        if (frames)
+            printf("frames sent %d\n", send_frames(id));
+        if (cport)
+            printf("credit violation sent %d\n", credit_violation(id, (unsigned int)cport));
         printf("hostile_hello %s: ESTABLISHED\n", tag);
         rdma_disconnect(id);
         /* DISCONNECTED, or nothing within the timeout */
