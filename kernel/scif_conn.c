@@ -108,12 +108,6 @@ int scif_conn_deliver(struct scif_endpt *ep, struct scif_node *dst, u16 port)
 }
 EXPORT_SYMBOL_GPL(scif_conn_deliver);
 
-/* Tell the transport of connector @cep how its request was answered. */
-static void scif_conn_answer(struct scif_endpt *cep, int err)
-{
-	if (cep->node->ops->conn_answer)
-		cep->node->ops->conn_answer(cep, err);
-}
 
 /*
  * Resolve connector @cep whose request the listener @lep took off its queue
@@ -283,7 +277,7 @@ int scif_connect(struct scif_endpt *ep, struct scifioctl_connect *req,
 	req->self.port = ep->port;
 	atomic64_inc(&scif_stats.connects);
 
-	ret = dst->ops->conn_request(ep, req->peer.node, req->peer.port);
+	ret = scif_xprt_conn_request(ep, req->peer.node, req->peer.port);
 	if (ret) {
 		spin_lock(&ep->lock);
 		if (ep->state == SCIFEP_CONNECTING)
@@ -302,7 +296,7 @@ int scif_connect(struct scif_endpt *ep, struct scifioctl_connect *req,
 	ret = wait_event_interruptible(ep->wq,
 				       READ_ONCE(ep->state) != SCIFEP_CONNECTING);
 	if (ret) {
-		if (scif_node_ops(req->peer.node)->conn_cancel(ep, 0))
+		if (scif_xprt_conn_cancel(ep, req->peer.node, 0))
 			return -ERESTARTSYS;
 		/* a listener already took the request: its answer is close */
 		wait_event(ep->wq, READ_ONCE(ep->state) != SCIFEP_CONNECTING);
@@ -334,7 +328,7 @@ void scif_listener_shutdown(struct scif_endpt *lep, int err)
 			break;
 		if (scif_conn_resolve(cep, lep, NULL, err)) {
 			atomic64_inc(&scif_stats.refused);
-			scif_conn_answer(cep, err);
+			scif_xprt_conn_answer(cep, err);
 		}
 		scif_ep_put(cep);
 	}
@@ -445,7 +439,7 @@ int scif_accept_req(struct scif_endpt *lep, struct scifioctl_accept *acc)
 	nep->peer = cep;		/* takes over the queue's reference */
 
 	if (scif_conn_resolve(cep, lep, nep, 0)) {
-		scif_conn_answer(cep, 0);
+		scif_xprt_conn_answer(cep, 0);
 	} else {
 		/* the connector gave up (closed, node lost) meanwhile */
 		spin_lock(&nep->lock);
@@ -479,7 +473,7 @@ refuse_nep:
 refuse:
 	if (scif_conn_resolve(cep, lep, NULL, -ECONNREFUSED)) {
 		atomic64_inc(&scif_stats.refused);
-		scif_conn_answer(cep, -ECONNREFUSED);
+		scif_xprt_conn_answer(cep, -ECONNREFUSED);
 	}
 	scif_ep_put(cep);
 	return ret;
@@ -531,8 +525,7 @@ void scif_ep_node_lost(struct scif_endpt *ep, u16 id)
 		break;
 	case SCIFEP_CONNECTING:
 		if (involved)
-			scif_node_ops(ep->peer_id.node)->conn_cancel(ep,
-								     -ENODEV);
+			scif_xprt_conn_cancel(ep, ep->peer_id.node, -ENODEV);
 		break;
 	case SCIFEP_LISTENING:
 		if (local) {

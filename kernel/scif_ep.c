@@ -153,7 +153,7 @@ void scif_ep_end_conn(struct scif_endpt *ep, int err)
 	scif_ep_wake(ep);
 
 	if (peer) {
-		if (peer->node->ops->disconnect(ep, peer, err)) {
+		if (scif_xprt_disconnect(ep, peer, err)) {
 			atomic64_inc(&scif_stats.resets);
 			scif_ep_rma_disconnect_once(peer);
 			/* the peer's reference on us */
@@ -192,7 +192,7 @@ void scif_ep_close(struct scif_endpt *ep)
 		scif_listener_shutdown(ep, -ECONNREFUSED);
 		break;
 	case SCIFEP_CONNECTING:
-		scif_node_ops(ep->peer_id.node)->conn_cancel(ep, 0);
+		scif_xprt_conn_cancel(ep, ep->peer_id.node, 0);
 		break;
 	case SCIFEP_CONNECTED:
 		scif_ep_end_conn(ep, -ECONNRESET);

@@ -238,7 +238,17 @@ ssize_t scif_ring_write(struct scif_ring *r, const void __user *buf,
 int scif_nodes_init(unsigned int nr_emu);
 void scif_nodes_exit(void);
 struct scif_node *scif_node_lookup(u16 id);
-const struct scif_transport_ops *scif_node_ops(u16 id);
+/* calls into a node's transport, safe against its module unloading */
+int scif_xprt_conn_request(struct scif_endpt *ep, u16 dst_node, u16 port);
+bool scif_xprt_conn_cancel(struct scif_endpt *ep, u16 dst_node, int err);
+/* tell the transport of connector @cep how its request was answered */
+void scif_xprt_conn_answer(struct scif_endpt *cep, int err);
+ssize_t scif_xprt_msg_send(struct scif_endpt *ep, struct scif_endpt *peer,
+			   const void __user *buf, size_t len);
+void scif_xprt_notify(struct scif_endpt *peer);
+bool scif_xprt_disconnect(struct scif_endpt *ep, struct scif_endpt *peer,
+			  int err);
+int scif_xprt_send_wait(struct scif_endpt *ep, struct scif_endpt *peer);
 int scif_node_set_lost(u16 id);
 int scif_node_set_online(u16 id);
 int scif_get_nodeids(struct scif_endpt *ep, struct scifioctl_node_ids *ids);

@@ -107,14 +107,14 @@ long scif_send(struct scif_endpt *ep, struct scifioctl_msg *m)
 			ret = scif_ep_conn_state(ep);
 			break;
 		}
-		n = peer->node->ops->msg_send(ep, peer, ubuf + sent, len - sent);
+		n = scif_xprt_msg_send(ep, peer, ubuf + sent, len - sent);
 		if (n < 0) {
 			ret = n;
 			break;
 		}
 		if (n) {
 			sent += n;
-			peer->node->ops->notify(peer);
+			scif_xprt_notify(peer);
 		}
 		if (sent == len || (n && !block))
 			break;
@@ -122,12 +122,7 @@ long scif_send(struct scif_endpt *ep, struct scifioctl_msg *m)
 			ret = -EAGAIN;
 			break;
 		}
-		if (peer->node->ops->send_wait)
-			ret = peer->node->ops->send_wait(ep, peer);
-		else
-			ret = wait_event_interruptible(ep->wq,
-				scif_ring_space(&peer->rx) ||
-				READ_ONCE(ep->state) != SCIFEP_CONNECTED);
+		ret = scif_xprt_send_wait(ep, peer);
 		if (ret)
 			break;
 	}
@@ -145,7 +140,7 @@ static void scif_recv_notify(struct scif_endpt *ep)
 	struct scif_endpt *peer;
 
 	if (!scif_ep_get_peer(ep, &peer)) {
-		peer->node->ops->notify(peer);
+		scif_xprt_notify(peer);
 		scif_ep_put(peer);
 	}
 }

@@ -8,6 +8,7 @@
  */
 #include <linux/uaccess.h>
 #include <linux/slab.h>
+#include <linux/srcu.h>
 #include "scif_ep.h"
 #include "scif_transport.h"
 #include "scif_remote.h"
@@ -53,12 +54,99 @@ struct scif_node *scif_node_lookup(u16 id)
 }
 EXPORT_SYMBOL_GPL(scif_node_lookup);
 
+/*
+ * Calling a node's transport.  A remote node's operations belong to a
+ * module that may be unloading: each call below reads node->ops and runs
+ * it inside one read section of scif_xprt_srcu, and
+ * scif_remote_unregister() switches the nodes to the dead operations and
+ * then waits for every section (synchronize_srcu), so no thread is left in
+ * (or about to enter) the module's text once it returns.  A section never
+ * spans a wait that only a local event ends: send_wait is bounded by the
+ * transport, which ends every connection (waking its waiters) before it
+ * unregisters.
+ */
+DEFINE_STATIC_SRCU(scif_xprt_srcu);
+
 /* The operations serving connections to node @id (loopback if none). */
-const struct scif_transport_ops *scif_node_ops(u16 id)
+static const struct scif_transport_ops *scif_node_ops(u16 id)
 {
 	struct scif_node *node = scif_node_lookup(id);
 
 	return node ? READ_ONCE(node->ops) : &scif_loopback_ops;
+}
+
+int scif_xprt_conn_request(struct scif_endpt *ep, u16 dst_node, u16 port)
+{
+	int idx = srcu_read_lock(&scif_xprt_srcu);
+	int ret = scif_node_ops(dst_node)->conn_request(ep, dst_node, port);
+
+	srcu_read_unlock(&scif_xprt_srcu, idx);
+	return ret;
+}
+
+bool scif_xprt_conn_cancel(struct scif_endpt *ep, u16 dst_node, int err)
+{
+	int idx = srcu_read_lock(&scif_xprt_srcu);
+	bool ret = scif_node_ops(dst_node)->conn_cancel(ep, err);
+
+	srcu_read_unlock(&scif_xprt_srcu, idx);
+	return ret;
+}
+
+void scif_xprt_conn_answer(struct scif_endpt *cep, int err)
+{
+	int idx = srcu_read_lock(&scif_xprt_srcu);
+	const struct scif_transport_ops *ops = READ_ONCE(cep->node->ops);
+
+	if (ops->conn_answer)
+		ops->conn_answer(cep, err);
+	srcu_read_unlock(&scif_xprt_srcu, idx);
+}
+
+ssize_t scif_xprt_msg_send(struct scif_endpt *ep, struct scif_endpt *peer,
+			   const void __user *buf, size_t len)
+{
+	int idx = srcu_read_lock(&scif_xprt_srcu);
+	ssize_t n = READ_ONCE(peer->node->ops)->msg_send(ep, peer, buf, len);
+
+	srcu_read_unlock(&scif_xprt_srcu, idx);
+	return n;
+}
+
+void scif_xprt_notify(struct scif_endpt *peer)
+{
+	int idx = srcu_read_lock(&scif_xprt_srcu);
+
+	READ_ONCE(peer->node->ops)->notify(peer);
+	srcu_read_unlock(&scif_xprt_srcu, idx);
+}
+
+bool scif_xprt_disconnect(struct scif_endpt *ep, struct scif_endpt *peer,
+			  int err)
+{
+	int idx = srcu_read_lock(&scif_xprt_srcu);
+	bool ret = READ_ONCE(peer->node->ops)->disconnect(ep, peer, err);
+
+	srcu_read_unlock(&scif_xprt_srcu, idx);
+	return ret;
+}
+
+int scif_xprt_send_wait(struct scif_endpt *ep, struct scif_endpt *peer)
+{
+	const struct scif_transport_ops *ops;
+	int idx, ret = 1;
+
+	idx = srcu_read_lock(&scif_xprt_srcu);
+	ops = READ_ONCE(peer->node->ops);
+	if (ops->send_wait)
+		ret = ops->send_wait(ep, peer);
+	srcu_read_unlock(&scif_xprt_srcu, idx);
+	if (ret <= 0)
+		return ret;
+	/* no transport-aware wait: room in the peer's ring */
+	return wait_event_interruptible(ep->wq,
+			scif_ring_space(&peer->rx) ||
+			READ_ONCE(ep->state) != SCIFEP_CONNECTED);
 }
 
 /* ---- loopback transport ---- */
@@ -172,6 +260,8 @@ void scif_remote_unregister(const struct scif_transport_ops *ops)
 		if (scif_rnodes[i].ops == ops)
 			WRITE_ONCE(scif_rnodes[i].ops, &scif_remote_dead_ops);
 	mutex_unlock(&scif_nodes_mutex);
+	/* no caller is left in @ops' module, none can enter it any more */
+	synchronize_srcu(&scif_xprt_srcu);
 }
 EXPORT_SYMBOL_GPL(scif_remote_unregister);
 

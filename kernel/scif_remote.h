@@ -47,7 +47,10 @@ bool scif_remote_node_is_up(u16 id);
 /*
  * The remote transport: one at a time.  register returns -EBUSY if one is
  * registered.  The transport must have ended every endpoint of its nodes
- * and marked them down before unregistering.
+ * and marked them down before unregistering.  unregister sleeps until no
+ * thread is left in (or can still enter) @ops (SRCU, scif_nodes.c), so a
+ * module may be freed once it returned; a blocking operation (send_wait)
+ * must therefore return once its connection ended.
  */
 int scif_remote_register(const struct scif_transport_ops *ops);
 void scif_remote_unregister(const struct scif_transport_ops *ops);

@@ -15,7 +15,10 @@
  * disconnect to those of the peer endpoint's node (a proxy of a remote
  * endpoint belongs to a remote node, whose operations are the remote
  * transport's, see scif_remote.h); conn_answer to those of the
- * connector's node.  Optional operations may be NULL.
+ * connector's node.  Optional operations may be NULL.  The core calls
+ * them only through the scif_xprt_*() wrappers (scif_ep.h), which read
+ * node->ops and call it inside an SRCU read section that
+ * scif_remote_unregister() waits for.
  *
  * All operations are called in process context with no core lock held
  * unless stated otherwise.

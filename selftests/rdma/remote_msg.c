@@ -15,6 +15,8 @@
  * up; the test script then unloads scif_rdma.ko on the server's host, and
  * loads it again.
  */
+#include <pthread.h>
+
 #include "scif_test.h"
 
 #define BASE_PORT 3000
@@ -366,17 +368,42 @@ static int t_many(void) {
     return KSFT_PASS;
 }
 
+/* t_nodeloss's sender: one blocking send far larger than the peer takes. */
+struct nodeloss_send {
+    int epd;
+    size_t len;
+    int ret, err;
+};
+
+static void *nodeloss_sender(void *arg) {
+    struct nodeloss_send *s = arg;
+    void *buf = calloc(1, s->len);
+
+    s->ret = buf ? scif_send(s->epd, buf, (int)s->len, SCIF_SEND_BLOCK) : -1;
+    s->err = buf ? errno : ENOMEM;
+    free(buf);
+    return NULL;
+}
+
 /*
- * 9: node loss: the server's host unloads scif_rdma.ko while both sides
- * are blocked in recv: both return ECONNRESET.
+ * 9: node loss: the server's host unloads scif_rdma.ko while it has a
+ * sender blocked in the transport's wait (its peer reads nothing, so the
+ * credit runs out) and a receiver blocked in recv; the client waits in
+ * poll for the hang-up.  The unload must end both server calls (the
+ * receiver with ECONNRESET, the sender with ECONNRESET or the short count
+ * it moved), leave no thread in the module's text, and the client sees
+ * POLLHUP, then the bytes that arrived, then ECONNRESET.
  */
 static int t_nodeloss(void) {
     struct scif_portID peer;
-    char c;
-    int epd;
+    struct pollfd p;
+    char c, buf[4096];
+    int epd, r;
 
     if (server_mode) {
         const char *flag = getenv("REMOTE_MSG_FLAG");
+        struct nodeloss_send snd = {.len = 16u << 20};
+        pthread_t th;
         FILE *f;
 
         if (!flag)
@@ -384,16 +411,29 @@ static int t_nodeloss(void) {
         epd = accept_one(9, 1, NULL, &peer);
         CHECK(epd >= 0, "accept");
         CHECK(recv_all(epd, &c, 1) == 0, "recv");
+        snd.epd = epd;
+        CHECK(pthread_create(&th, NULL, nodeloss_sender, &snd) == 0, "pthread_create");
+        /* ordering only: let the sender use up the credit and block */
+        sleep(2);
         f = fopen(flag, "w");
         CHECK(f && fclose(f) == 0, "create %s", flag);
         CHECK_ERR(scif_recv(epd, &c, 1, SCIF_RECV_BLOCK), ECONNRESET);
+        pthread_join(th, NULL);
+        CHECK((snd.ret == -1 && snd.err == ECONNRESET) ||
+                  (snd.ret >= 0 && (size_t)snd.ret < snd.len),
+              "blocked send at unload returned %d (%s)", snd.ret, strerror(snd.err));
         return KSFT_PASS;
     }
     epd = client_conn(9);
     CHECK(epd >= 0, "connect");
     c = 'l';
     CHECK(send_all(epd, &c, 1) == 0, "send");
-    CHECK_ERR(scif_recv(epd, &c, 1, SCIF_RECV_BLOCK), ECONNRESET);
+    p = (struct pollfd){.fd = epd, .events = 0};
+    CHECK(poll(&p, 1, -1) == 1 && (p.revents & POLLHUP), "revents %#x", p.revents);
+    do
+        r = scif_recv(epd, buf, sizeof(buf), 0);
+    while (r > 0);
+    CHECK(r == -1 && errno == ECONNRESET, "recv after the hang-up: %d (%s)", r, strerror(errno));
     return KSFT_PASS;
 }
 
