@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -125,6 +126,18 @@ static void chan_close(struct chan *c) {
 /* ---- measurements ---- */
 
 /*
+ * Message buffers are fresh anonymous mappings, not malloc()ed: heap pages
+ * touched before --numa set the memory policy would stay where they are.
+ */
+static char *map_buf(int size) {
+    char *p = map_anon((size_t)size);
+
+    if (!p)
+        die("mmap");
+    return p;
+}
+
+/*
  * Each run goes on for a time budget (at least MIN_ITERS iterations) rather
  * than a fixed count, so that the benchmark takes the same time on a fast
  * machine and under emulation.  The first 8 bytes of every message say
@@ -185,32 +198,28 @@ static double latency(struct chan *a, struct chan *b) {
 
 static void *sink_side(void *arg) {
     struct job *j = arg;
-    char *buf = malloc(j->size);
+    char *buf = map_buf(j->size);
     uint64_t m;
 
-    if (!buf)
-        die("malloc");
     do {
         xrecv(j->c, buf, j->size);
         memcpy(&m, buf, 8);
     } while (m == BENCH_MORE);
     xsend(j->c, "k", 1); /* everything arrived */
     bench_numa_check(buf, (size_t)j->size, "the receiving buffer");
-    free(buf);
+    munmap(buf, (size_t)j->size);
     return NULL;
 }
 
 /* MiB/s streaming messages of size bytes, a -> b. */
 static double bandwidth(struct chan *a, struct chan *b, int size) {
     struct job j = {b, size};
-    char *buf = malloc(size), ack;
+    char *buf = map_buf(size), ack;
     uint64_t m = BENCH_MORE;
     pthread_t th;
     double t0;
     long i;
 
-    if (!buf)
-        die("malloc");
     pattern_fill(buf, (size_t)size, 0x3c, 0);
     bench_numa_check(buf, (size_t)size, "the sending buffer");
     memcpy(buf, &m, 8);
@@ -229,7 +238,7 @@ static double bandwidth(struct chan *a, struct chan *b, int size) {
     xrecv(a, &ack, 1);
     t0 = now_sec() - t0;
     pthread_join(th, NULL);
-    free(buf);
+    munmap(buf, (size_t)size);
     return (double)i * size / t0 / (1 << 20);
 }
 
