@@ -262,6 +262,7 @@ void bench_numa_print(FILE *f) {
             "threads on node %d (CPU %d)\n",
             origin, where, probe_node,
             cpu >= 0 && numa_available() >= 0 ? numa_node_of_cpu(cpu) : thread_node, cpu);
+    fflush(f);
 }
 
 #else /* !HAVE_LIBNUMA */
