@@ -27,6 +27,9 @@
  * usage: dma_bench [max_size_MiB]      (default 64, at most 64)
  * --csv FILE (anywhere; or SCIF_BENCH_CSV=FILE) also appends the figures
  * to FILE as CSV (results.h) for bench/plot.
+ * --numa WHERE (anywhere; or SCIF_BENCH_NUMA=WHERE): every buffer (the
+ * child's window too) on that host NUMA node, threads on its CPUs (placement.h;
+ * "local" is SCIF node 1's NUMA node).
  * DMA_BENCH_NOHUGE=1 in the environment: small pages (MADV_NOHUGEPAGE).
  * Run as root in the VM with scif.ko nodes=2 and scif_swdma.ko loaded.
  */
@@ -44,6 +47,7 @@
 
 #include <scif.h>
 
+#include "placement.h"
 #include "results.h"
 #include "scif_test.h"
 
@@ -68,6 +72,7 @@ static void *huge_buf(size_t len, int c) {
     /* best effort */
     (void)madvise(p, len, getenv("DMA_BENCH_NOHUGE") ? MADV_NOHUGEPAGE : MADV_HUGEPAGE);
     memset(p, c, len);
+    bench_numa_check(p, len, "a buffer");
     return p;
 }
 
@@ -177,6 +182,7 @@ int main(int argc, char **argv) {
     char r;
 
     results_init("dma_bench", &argc, argv);
+    bench_numa_init("dma_bench", &argc, argv, 1);
     if (argc > 1)
         max_size = strtoul(argv[1], NULL, 0) * MiB;
     if (max_size < 64 * 1024 || max_size > 64 * MiB)
@@ -219,8 +225,10 @@ int main(int argc, char **argv) {
            "transfer; ref = the channel's single memcpy of the same size (cpu = the same\n"
            "memcpy by the CPU in the kernel; chan = the channel's copy rate during the\n"
            "calls); ratio = call / ref\n"
-           "(goal >= %.1f; 'below' lists the calls under it)\n\n",
+           "(goal >= %.1f; 'below' lists the calls under it)\n",
            GOAL);
+    bench_numa_print(stdout);
+    printf("\n");
     printf("%9s", "size");
     for (k = 0; k < K_NKINDS; k++)
         printf(" %9s %6s", kind_name[k], "desc");

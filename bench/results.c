@@ -9,6 +9,7 @@
 
 static FILE *out;
 static const char *bench_name = "bench";
+static char tag[64];
 
 static void close_results(void) {
     if (out && fclose(out))
@@ -47,10 +48,14 @@ void results_init(const char *bench, int *argc, char **argv) {
     atexit(close_results);
 }
 
+void results_set_tag(const char *t) {
+    snprintf(tag, sizeof(tag), " [%s]", t);
+}
+
 void results_add(const char *metric, const char *path, size_t size, double value,
                  const char *unit) {
     if (!out || value < 0)
         return;
-    fprintf(out, "%s,%s,%s,%zu,%.6g,%s\n", bench_name, metric, path, size, value, unit);
+    fprintf(out, "%s,%s,%s%s,%zu,%.6g,%s\n", bench_name, metric, path, tag, size, value, unit);
     fflush(out);
 }

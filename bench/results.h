@@ -11,7 +11,8 @@
  *
  * metric is "bandwidth" or "latency"; path names the transfer (a SCIF call
  * and its engine, CMA, memcpy, the kernel reference, ...; never a comma);
- * size is the transfer size in bytes; value a number in unit.  Figures a
+ * size is the transfer size in bytes; value a number in unit.  A run with
+ * --numa adds its placement to the path: "memcpy [numa buffers 1 threads 0]".  Figures a
  * run could not measure are left out.  Several benchmarks may append to
  * one file.
  */
@@ -27,6 +28,13 @@
  * argument or the file cannot be opened.
  */
 void results_init(const char *bench, int *argc, char **argv);
+
+/*
+ * Appends " [TAG]" to the path of every later row (the NUMA placement of a
+ * run with --numa, placement.h), so that runs placed differently plot as
+ * separate curves.
+ */
+void results_set_tag(const char *tag);
 
 /* Appends a row; a negative value (not measured) is skipped. */
 void results_add(const char *metric, const char *path, size_t size, double value, const char *unit);

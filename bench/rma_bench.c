@@ -25,6 +25,9 @@
  * usage: rma_bench [max_size_MiB]      (default 64)
  * --csv FILE (anywhere; or SCIF_BENCH_CSV=FILE) also appends the figures
  * to FILE as CSV (results.h) for bench/plot.
+ * --numa WHERE (anywhere; or SCIF_BENCH_NUMA=WHERE): every buffer (the
+ * child's window too) on that host NUMA node, threads on its CPUs (placement.h;
+ * "local" is the peer SCIF node's NUMA node).
  * RMA_BENCH_THP=1 in the environment backs every buffer (windows too) with
  * transparent huge pages (madvise MADV_HUGEPAGE).
  */
@@ -46,6 +49,7 @@
 
 #include <scif.h>
 
+#include "placement.h"
 #include "results.h"
 #include "scif_test.h"
 
@@ -67,6 +71,7 @@ static void *map_buf(size_t len) {
     if (getenv("RMA_BENCH_THP") && madvise(p, len, MADV_HUGEPAGE))
         die("madvise");
     memset(p, 0x33, len);
+    bench_numa_check(p, len, "a buffer");
     return p;
 }
 
@@ -408,6 +413,8 @@ int main(int argc, char **argv) {
     char r;
 
     results_init("rma_bench", &argc, argv);
+    bench_numa_init("rma_bench", &argc, argv,
+                    getenv("RMA_BENCH_PEER_NODE") ? atoi(getenv("RMA_BENCH_PEER_NODE")) : 0);
     if (argc > 1)
         max_size = strtoul(argv[1], NULL, 0) * MiB;
     if (max_size < 4096)
@@ -451,6 +458,7 @@ int main(int argc, char **argv) {
            dma > 0
                ? "yes"
                : (dma == 0 ? "none (DMA columns use the CPU fallback)" : "unknown (no debugfs)"));
+    bench_numa_print(stdout);
     printf("bandwidth in MB/s (best of 3); ratio = RMA CPU / process_vm_readv;\n"
            "kcopy = kernel copy reference, memcpy between pinned pages, plain and with\n"
            "aliased pages bounced (%s)\n\n",

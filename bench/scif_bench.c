@@ -3,6 +3,7 @@
  * scif_bench: SCIF messaging next to a UNIX-socket pair, in one run.
  *
  *   scif_bench [-T SECONDS] [-n MAX] [-r RUNS] [-s SIZE,SIZE,...] [-c CPU] [--csv FILE]
+ *              [--numa local|remote|N]
  *
  * Measures, between two threads of this process,
  *   - the round-trip latency of an 8-byte message (ping-pong), and
@@ -18,7 +19,9 @@
  * emulation); the ratio is what compares.  Uses <scif.h>, -lscif and the
  * selftest library's helpers (timing, connected pairs, the byte pattern).
  * With --csv FILE (or SCIF_BENCH_CSV=FILE) the figures are also appended
- * to FILE as CSV (results.h) for bench/plot.
+ * to FILE as CSV (results.h) for bench/plot.  With --numa WHERE (or
+ * SCIF_BENCH_NUMA=WHERE) the buffers lie on that host NUMA node and, unless
+ * -c says otherwise, the threads run on a CPU chosen by placement.h.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -28,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -37,6 +41,7 @@
 #include <scif.h>
 
 #include "scif_test.h"
+#include "placement.h"
 #include "results.h"
 
 enum kind { K_SCIF, K_UNIX };
@@ -121,6 +126,18 @@ static void chan_close(struct chan *c) {
 /* ---- measurements ---- */
 
 /*
+ * Message buffers are fresh anonymous mappings, not malloc()ed: heap pages
+ * touched before --numa set the memory policy would stay where they are.
+ */
+static char *map_buf(int size) {
+    char *p = map_anon((size_t)size);
+
+    if (!p)
+        die("mmap");
+    return p;
+}
+
+/*
  * Each run goes on for a time budget (at least MIN_ITERS iterations) rather
  * than a fixed count, so that the benchmark takes the same time on a fast
  * machine and under emulation.  The first 8 bytes of every message say
@@ -181,32 +198,30 @@ static double latency(struct chan *a, struct chan *b) {
 
 static void *sink_side(void *arg) {
     struct job *j = arg;
-    char *buf = malloc(j->size);
+    char *buf = map_buf(j->size);
     uint64_t m;
 
-    if (!buf)
-        die("malloc");
     do {
         xrecv(j->c, buf, j->size);
         memcpy(&m, buf, 8);
     } while (m == BENCH_MORE);
     xsend(j->c, "k", 1); /* everything arrived */
-    free(buf);
+    bench_numa_check(buf, (size_t)j->size, "the receiving buffer");
+    munmap(buf, (size_t)j->size);
     return NULL;
 }
 
 /* MiB/s streaming messages of size bytes, a -> b. */
 static double bandwidth(struct chan *a, struct chan *b, int size) {
     struct job j = {b, size};
-    char *buf = malloc(size), ack;
+    char *buf = map_buf(size), ack;
     uint64_t m = BENCH_MORE;
     pthread_t th;
     double t0;
     long i;
 
-    if (!buf)
-        die("malloc");
     pattern_fill(buf, (size_t)size, 0x3c, 0);
+    bench_numa_check(buf, (size_t)size, "the sending buffer");
     memcpy(buf, &m, 8);
     if (pthread_create(&th, NULL, sink_side, &j))
         die("pthread_create");
@@ -223,7 +238,7 @@ static double bandwidth(struct chan *a, struct chan *b, int size) {
     xrecv(a, &ack, 1);
     t0 = now_sec() - t0;
     pthread_join(th, NULL);
-    free(buf);
+    munmap(buf, (size_t)size);
     return (double)i * size / t0 / (1 << 20);
 }
 
@@ -308,7 +323,9 @@ static void usage(const char *prog) {
             "  -s SIZES    message sizes in bytes, >= 8 (default 64,4096,65536,1048576)\n"
             "  -c CPU      run both threads on this CPU (default 0); \"any\": let the\n"
             "              scheduler place them (cross-CPU wake-ups; very noisy under TCG)\n"
-            "  --csv FILE  also append the figures to FILE as CSV (or SCIF_BENCH_CSV=FILE)\n",
+            "  --csv FILE  also append the figures to FILE as CSV (or SCIF_BENCH_CSV=FILE)\n"
+            "  --numa WHERE  buffers on a host NUMA node: local, remote or a node number;\n"
+            "              threads on a CPU of it (or SCIF_BENCH_NUMA=WHERE)\n",
             prog, MIN_ITERS, MAX_RUNS);
     exit(2);
 }
@@ -319,9 +336,11 @@ int main(int argc, char **argv) {
     struct utsname u;
     double lat[3];
     char sbuf[32], rbuf[32];
-    int online;
+    int online, cpu_given = 0;
 
     results_init("scif_bench", &argc, argv);
+    /* "local": node 1's NUMA node (the emulated peer), else this CPU's. */
+    bench_numa_init("scif_bench", &argc, argv, 1);
     while ((opt = getopt(argc, argv, "T:n:r:s:c:h")) != -1) {
         switch (opt) {
         case 'T':
@@ -335,6 +354,7 @@ int main(int argc, char **argv) {
             break;
         case 'c':
             cpu = strcmp(optarg, "any") ? atoi(optarg) : -1;
+            cpu_given = 1;
             break;
         case 's': {
             char *s = optarg, *end;
@@ -353,6 +373,8 @@ int main(int argc, char **argv) {
     }
     if (budget <= 0 || max_iters < MIN_ITERS || runs <= 0 || runs > MAX_RUNS || !nsizes)
         usage(argv[0]);
+    if (!cpu_given && bench_numa_active())
+        cpu = bench_numa_cpu();
     if (cpu >= 0) {
         cpu_set_t set;
 
@@ -373,8 +395,9 @@ int main(int argc, char **argv) {
            sysconf(_SC_NPROCESSORS_ONLN), online);
     printf("each figure is the median of %d runs of %.2f s; threads %s\n", runs, budget,
            cpu >= 0 ? "pinned to one CPU" : "placed by the scheduler");
-    printf("per-endpoint queue (module parameter ring_size): %s\n\n",
-           ring_size(rbuf, sizeof(rbuf)));
+    printf("per-endpoint queue (module parameter ring_size): %s\n", ring_size(rbuf, sizeof(rbuf)));
+    bench_numa_print(stdout);
+    printf("\n");
 
     printf("8-byte message round trip (us, lower is better)\n");
     printf("  %-22s %12s %12s %10s\n", "path", "SCIF", "UNIX", "SCIF/UNIX");
