@@ -239,6 +239,7 @@ int scif_nodes_init(unsigned int nr_emu);
 void scif_nodes_exit(void);
 struct scif_node *scif_node_lookup(u16 id);
 /* calls into a node's transport, safe against its module unloading */
+ssize_t scif_xprt_name_show(struct scif_node *node, char *buf);
 int scif_xprt_conn_request(struct scif_endpt *ep, u16 dst_node, u16 port);
 bool scif_xprt_conn_cancel(struct scif_endpt *ep, u16 dst_node, int err);
 /* tell the transport of connector @cep how its request was answered */

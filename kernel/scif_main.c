@@ -9,6 +9,7 @@
 #include <linux/nodemask.h>
 #include <linux/numa.h>
 #include "scif_ep.h"
+#include "scif_remote.h"
 
 static unsigned int nodes = 1;
 module_param(nodes, uint, 0444);
@@ -22,7 +23,8 @@ MODULE_PARM_DESC(ring_size, "bytes of the receive ring of each connected endpoin
  * NUMA affinity of the emulated nodes: node_numa=A,B,... binds emulated
  * node 1 to host NUMA node A, node 2 to B, ...; -1 (and every node not
  * listed, and node 0) means none: memory comes from wherever the caller
- * runs.  Set once at load, read-only after (no lock).
+ * runs.  Set once at load, read-only after (no lock).  A remote node's
+ * affinity is its link's NIC node while it is up (scif_remote.h).
  */
 static int node_numa[SCIF_MAX_EMU_NODES];
 static unsigned int node_numa_count;
@@ -31,6 +33,8 @@ MODULE_PARM_DESC(node_numa, "host NUMA node of each emulated node 1..N, comma se
 
 int scif_node_numa(u16 id)
 {
+	if (id >= SCIF_REMOTE_NODE_MIN)
+		return scif_remote_node_numa(id);
 	if (id == 0 || id > node_numa_count)
 		return NUMA_NO_NODE;
 	return node_numa[id - 1];

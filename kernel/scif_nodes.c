@@ -8,6 +8,9 @@
  */
 #include <linux/uaccess.h>
 #include <linux/slab.h>
+#include <linux/nodemask.h>
+#include <linux/numa.h>
+#include <linux/sysfs.h>
 #include <linux/srcu.h>
 #include "scif_ep.h"
 #include "scif_transport.h"
@@ -73,6 +76,16 @@ static const struct scif_transport_ops *scif_node_ops(u16 id)
 	struct scif_node *node = scif_node_lookup(id);
 
 	return node ? READ_ONCE(node->ops) : &scif_loopback_ops;
+}
+
+/* sysfs: "<name of @node's transport>\n" into @buf (name in its module) */
+ssize_t scif_xprt_name_show(struct scif_node *node, char *buf)
+{
+	int idx = srcu_read_lock(&scif_xprt_srcu);
+	ssize_t n = sysfs_emit(buf, "%s\n", READ_ONCE(node->ops)->name);
+
+	srcu_read_unlock(&scif_xprt_srcu, idx);
+	return n;
 }
 
 int scif_xprt_conn_request(struct scif_endpt *ep, u16 dst_node, u16 port)
@@ -233,6 +246,8 @@ static const struct scif_transport_ops scif_remote_dead_ops = {
 
 /* Bit @id set while remote node @id is up; atomic bitops, no lock. */
 static DECLARE_BITMAP(scif_remote_up, SCIF_ALL_NODES);
+/* NUMA affinity of each remote node while up (scif_remote_node_numa()) */
+static int scif_remote_numa[ARRAY_SIZE(scif_rnodes)];
 
 int scif_remote_register(const struct scif_transport_ops *ops)
 {
@@ -265,14 +280,21 @@ void scif_remote_unregister(const struct scif_transport_ops *ops)
 }
 EXPORT_SYMBOL_GPL(scif_remote_unregister);
 
-int scif_remote_node_up(u16 id)
+int scif_remote_node_up(u16 id, int numa_node)
 {
 	if (!scif_remote_id_ok(id))
 		return -EINVAL;
+	if (test_bit(id, scif_remote_up))
+		return -EEXIST;
+	if (numa_node < 0 || numa_node >= MAX_NUMNODES ||
+	    !node_online(numa_node))
+		numa_node = NUMA_NO_NODE;
+	/* the transport serialises up/down of one id: no one else writes */
+	WRITE_ONCE(scif_remote_numa[id - SCIF_REMOTE_NODE_MIN], numa_node);
 	if (test_and_set_bit(id, scif_remote_up))
 		return -EEXIST;
 	WRITE_ONCE(scif_remote_node(id)->online, true);
-	pr_info("scif: remote node %u up\n", id);
+	pr_info("scif: remote node %u up (NUMA node %d)\n", id, numa_node);
 	return 0;
 }
 EXPORT_SYMBOL_GPL(scif_remote_node_up);
@@ -284,6 +306,7 @@ int scif_remote_node_down(u16 id)
 	if (!test_and_clear_bit(id, scif_remote_up))
 		return -ENOENT;
 	WRITE_ONCE(scif_remote_node(id)->online, false);
+	WRITE_ONCE(scif_remote_numa[id - SCIF_REMOTE_NODE_MIN], NUMA_NO_NODE);
 	atomic64_inc(&scif_stats.nodes_lost);
 	pr_info("scif: remote node %u down\n", id);
 	return 0;
@@ -295,6 +318,13 @@ bool scif_remote_node_is_up(u16 id)
 	return scif_remote_id_ok(id) && test_bit(id, scif_remote_up);
 }
 EXPORT_SYMBOL_GPL(scif_remote_node_is_up);
+
+int scif_remote_node_numa(u16 id)
+{
+	if (!scif_remote_node_is_up(id))
+		return NUMA_NO_NODE;
+	return READ_ONCE(scif_remote_numa[id - SCIF_REMOTE_NODE_MIN]);
+}
 
 /* ---- node set-up ---- */
 
@@ -308,6 +338,7 @@ int scif_nodes_init(unsigned int nr_emu)
 		struct scif_node *node = &scif_rnodes[i];
 
 		node->id = SCIF_REMOTE_NODE_MIN + i;
+		scif_remote_numa[i] = NUMA_NO_NODE;
 		node->ops = &scif_remote_dead_ops;
 		xa_init_flags(&node->ports, XA_FLAGS_ALLOC);
 		snprintf(node->name, sizeof(node->name), "remote%u", node->id);

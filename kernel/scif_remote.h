@@ -37,12 +37,20 @@ struct scif_node;
 /*
  * Mark remote node @id reachable / unreachable.  Return 0, -EINVAL for an
  * id outside the remote range, -EEXIST (up) if it is already up, -ENOENT
- * (down) if it was not up.  Any context.
+ * (down) if it was not up.  Any context.  @numa_node is the host NUMA node
+ * of the device the link runs on (its NIC), NUMA_NO_NODE if unknown; it is
+ * the node's NUMA affinity while it is up (scif_remote_node_numa()).
  */
-int scif_remote_node_up(u16 id);
+int scif_remote_node_up(u16 id, int numa_node);
 int scif_remote_node_down(u16 id);
 /* true if @id is a remote node that is up */
 bool scif_remote_node_is_up(u16 id);
+/*
+ * The NUMA node given to scif_remote_node_up() for @id while it is up,
+ * else NUMA_NO_NODE.  Written before the up bit is set and reset after it
+ * is cleared (both atomics order it), read lockless.
+ */
+int scif_remote_node_numa(u16 id);
 
 /*
  * The remote transport: one at a time.  register returns -EBUSY if one is

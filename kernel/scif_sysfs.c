@@ -9,6 +9,11 @@
  *   nodes/<id>/online    1 or 0, for each local node 0..N
  *   nodes/<id>/transport "loopback" (the transport's name)
  *   nodes/<id>/numa_node host NUMA node of its memory (node_numa), or -1
+ *   remote/<id>/...      the same three files for each remote id 17..63:
+ *                        online 1 while up; transport "rdma" (the remote
+ *                        transport's name) or "none" when none is
+ *                        registered; numa_node the NUMA node of the NIC of
+ *                        its link while up, else -1
  *   stats/<counter>      one decimal counter per file (see scif_sysfs_stat)
  *
  * The module version and parameters are the kernel's own
@@ -33,13 +38,14 @@
 
 static struct kobject *scif_kobj;
 static struct kobject *scif_nodes_kobj;
+static struct kobject *scif_remote_kobj;
 
 struct scif_sysfs_node {
 	struct kobject kobj;
 	struct scif_node *node;
 };
 
-static struct scif_sysfs_node *scif_sysfs_nodes[SCIF_MAX_NODES];
+static struct scif_sysfs_node *scif_sysfs_nodes[SCIF_ALL_NODES];
 
 /* ---- top level ---- */
 
@@ -211,7 +217,7 @@ static const struct attribute_group scif_stat_group = {
 	.attrs = scif_stat_attrs,
 };
 
-/* ---- nodes/<id>/ ---- */
+/* ---- nodes/<id>/, remote/<id>/ ---- */
 
 static struct scif_node *scif_sysfs_to_node(struct kobject *kobj)
 {
@@ -229,7 +235,7 @@ static struct kobj_attribute online_attr = __ATTR_RO(online);
 static ssize_t transport_show(struct kobject *kobj,
 			      struct kobj_attribute *attr, char *buf)
 {
-	return sysfs_emit(buf, "%s\n", scif_sysfs_to_node(kobj)->ops->name);
+	return scif_xprt_name_show(scif_sysfs_to_node(kobj), buf);
 }
 static struct kobj_attribute transport_attr = __ATTR_RO(transport);
 
@@ -260,16 +266,17 @@ static const struct kobj_type scif_sysfs_node_ktype = {
 	.default_groups = scif_node_groups,
 };
 
-static int scif_sysfs_node_add(unsigned int id)
+static int scif_sysfs_node_add(struct kobject *parent, struct scif_node *node)
 {
 	struct scif_sysfs_node *sn = kzalloc(sizeof(*sn), GFP_KERNEL);
+	unsigned int id = node->id;
 	int err;
 
 	if (!sn)
 		return -ENOMEM;
-	sn->node = &scif_nodes[id];
+	sn->node = node;
 	err = kobject_init_and_add(&sn->kobj, &scif_sysfs_node_ktype,
-				   scif_nodes_kobj, "%u", id);
+				   parent, "%u", id);
 	if (err) {
 		kobject_put(&sn->kobj);	/* frees sn */
 		return err;
@@ -282,11 +289,13 @@ void scif_sysfs_exit(void)
 {
 	unsigned int i;
 
-	for (i = 0; i < SCIF_MAX_NODES; i++) {
+	for (i = 0; i < SCIF_ALL_NODES; i++) {
 		if (scif_sysfs_nodes[i])
 			kobject_put(&scif_sysfs_nodes[i]->kobj);
 		scif_sysfs_nodes[i] = NULL;
 	}
+	kobject_put(scif_remote_kobj);
+	scif_remote_kobj = NULL;
 	kobject_put(scif_nodes_kobj);
 	scif_nodes_kobj = NULL;
 	/* removes the groups with the directory */
@@ -314,7 +323,17 @@ int scif_sysfs_init(void)
 		goto fail;
 	}
 	for (i = 0; i < scif_nr_nodes; i++) {
-		err = scif_sysfs_node_add(i);
+		err = scif_sysfs_node_add(scif_nodes_kobj, &scif_nodes[i]);
+		if (err)
+			goto fail;
+	}
+	scif_remote_kobj = kobject_create_and_add("remote", scif_kobj);
+	if (!scif_remote_kobj) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	for (i = SCIF_REMOTE_NODE_MIN; i <= SCIF_REMOTE_NODE_MAX; i++) {
+		err = scif_sysfs_node_add(scif_remote_kobj, scif_remote_node(i));
 		if (err)
 			goto fail;
 	}

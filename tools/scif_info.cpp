@@ -9,6 +9,7 @@
  */
 #include <dirent.h>
 #include <getopt.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -17,6 +18,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -79,6 +81,17 @@ unsigned long long to_number(const std::string &path, const std::string &s) {
     return v;
 }
 
+// A numa_node file: -1 (none or unknown) or a NUMA node number.
+int read_numa(const std::string &path) {
+    const std::string s = read_value(path);
+    if (s == "-1")
+        return -1;
+    const unsigned long long v = to_number(path, s);
+    if (v > static_cast<unsigned long long>(std::numeric_limits<int>::max()))
+        throw Error{path + ": not a NUMA node: '" + s + "'"};
+    return static_cast<int>(v);
+}
+
 Info collect(const std::string &sys) {
     const std::string mod = sys + "/module/scif";
     const std::string top = sys + "/kernel/scif";
@@ -93,18 +106,23 @@ Info collect(const std::string &sys) {
         Node node{static_cast<unsigned>(to_number(dir, n)), false, "", -1};
         node.up = to_number(dir + "/online", read_value(dir + "/online")) != 0;
         node.transport = read_value(dir + "/transport");
-        const std::string numa = read_value(dir + "/numa_node");
-        if (numa != "-1")
-            node.numa = static_cast<int>(to_number(dir + "/numa_node", numa));
+        node.numa = read_numa(dir + "/numa_node");
         info.nodes.push_back(node);
     }
     std::sort(info.nodes.begin(), info.nodes.end(),
               [](const Node &a, const Node &b) { return a.id < b.id; });
     std::istringstream remote(read_value(top + "/remote_nodes"));
     std::string id;
-    while (remote >> id)
-        info.nodes.push_back(
-            {static_cast<unsigned>(to_number(top + "/remote_nodes", id)), true, "rdma", -1});
+    while (remote >> id) {
+        Node node{static_cast<unsigned>(to_number(top + "/remote_nodes", id)), true, "rdma", -1};
+        // remote/<id>/ (absent before the module had it: rdma, no NUMA node)
+        const std::string dir = top + "/remote/" + std::to_string(node.id);
+        if (access(dir.c_str(), F_OK) == 0) {
+            node.transport = read_value(dir + "/transport");
+            node.numa = read_numa(dir + "/numa_node");
+        }
+        info.nodes.push_back(node);
+    }
     for (const auto &c : list_dir(top + "/stats")) {
         const std::string path = top + "/stats/" + c;
         info.counters.emplace_back(c, to_number(path, read_value(path)));

@@ -30,7 +30,8 @@
  *  5. L checks the ACC HELLO in the ESTABLISHED event the same way; on a
  *     mismatch it disconnects (step 8).
  *  6. On ESTABLISHED each side marks the peer up: scif_remote_node_up()
- *     in scif.ko, so scif_get_nodeIDs() lists it.
+ *     in scif.ko, so scif_get_nodeIDs() lists it, with the NUMA node of
+ *     the link's device (srd_dev_numa()) as the node's affinity.
  *  7. Frames and keepalive: each side keeps SCIF_RDMA_NRECV receives of
  *     SCIF_RDMA_BUF bytes posted on the QP (from step 2/4 on).  Every SEND
  *     is one frame: a struct srd_hdr (magic SCIF_RDMA_FRAME_MAGIC, type,
@@ -139,6 +140,7 @@
 #include <linux/xarray.h>
 #include <linux/uaccess.h>
 #include <linux/overflow.h>
+#include <linux/numa.h>
 #include <net/net_namespace.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_cm.h>
@@ -636,6 +638,22 @@ static int srd_buf_init(struct srd_ka *ka, struct srd_buf *b)
 		return -ENOMEM;
 	b->mapped = true;
 	return 0;
+}
+
+/*
+ * The host NUMA node of @dev (the NIC a link runs on): that of its DMA
+ * device, else of its parent device (a software device such as rxe has
+ * neither on a node), else NUMA_NO_NODE.
+ */
+static int srd_dev_numa(struct ib_device *dev)
+{
+	int nid = NUMA_NO_NODE;
+
+	if (dev->dma_device)
+		nid = dev_to_node(dev->dma_device);
+	if (nid == NUMA_NO_NODE && dev->dev.parent)
+		nid = dev_to_node(dev->dev.parent);
+	return nid;
 }
 
 /*
@@ -1465,7 +1483,8 @@ static int srd_peer_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 			mod_delayed_work(srd_wq, &peer->ka_work,
 					 SCIF_RDMA_KEEPALIVE);
 		}
-		if (!peer->node_up && !scif_remote_node_up(peer->id))
+		if (!peer->node_up &&
+		    !scif_remote_node_up(peer->id, srd_dev_numa(id->device)))
 			peer->node_up = true;
 		break;
 	case RDMA_CM_EVENT_REJECTED:
