@@ -5,6 +5,8 @@
 /* Write end of the pipe that carries a skip reason from child to parent. */
 static int test_reason_fd = -1;
 
+size_t run_tests_current;
+
 void diag(const char *fmt, ...) {
     va_list ap;
     char buf[512];
@@ -156,6 +158,7 @@ int run_tests(const struct scif_test *tests, size_t n, int argc, char **argv) {
             ksft_test_result_skip("not selected on the command line", "%s", tests[i].name);
             continue;
         }
+        run_tests_current = i;
         r = run_one(&tests[i], reason, sizeof(reason));
         if (r == KSFT_PASS) {
             ksft_test_result_pass("%s", tests[i].name);

@@ -69,6 +69,9 @@ int test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  */
 int run_tests(const struct scif_test *tests, size_t n, int argc, char **argv);
 
+/* Index in the table of the behaviour being run (valid inside its fn). */
+extern size_t run_tests_current;
+
 /*
  * ---- fixtures ----
  *
