@@ -23,7 +23,11 @@
  * 10 and 17), then a valid PING, and prints "frames sent N" first.  With
  * -c PORT it then connects to PORT on the listener's host (CONN_REQ,
  * waits for CONN_ACC) and sends DATA beyond the credit granted (step 14),
- * and prints "credit violation sent 1" (0 if it could not).
+ * and prints "credit violation sent 1" (0 if it could not).  With -C PORT
+ * it then opens a second connection (id 2) to PORT the same way and, the
+ * listener's endpoint having sent nothing, sends a CREDIT whose tail is
+ * beyond the bytes sent (step 15), and prints "credit beyond data sent 1"
+ * (0 if it could not).
  *
  * Prints one line "hostile_hello VARIANT SRC DST: RESULT" and exits with
  *   0  REJECTED (the line says the reject status)
@@ -153,7 +157,7 @@ static int next_event(struct rdma_event_channel *ch, enum rdma_cm_event_type *ty
 }
 
 static int usage(void) {
-    fprintf(stderr, "usage: hostile_hello [-t SECONDS] [-f] [-c PORT] ADDR PORT VARIANT "
+    fprintf(stderr, "usage: hostile_hello [-t SECONDS] [-f] [-c PORT] [-C PORT] ADDR PORT VARIANT "
                     "SRC DST\n");
     return 2;
 }
@@ -163,6 +167,9 @@ static int setup_error(const char *variant, const char *what, int err) {
     return 2;
 }
 
+/* our connection id in the frames we send (1; 2 for -C) */
+static uint32_t frame_src = 1;
+
 static void frame_hdr(uint8_t *f, unsigned int type, unsigned int lcredits, uint32_t dst,
                       uint32_t len) {
     memset(f, 0, FRAME_HDR);
@@ -170,7 +177,7 @@ static void frame_hdr(uint8_t *f, unsigned int type, unsigned int lcredits, uint
     f[4] = (uint8_t)type;
     put16(f + 6, lcredits);
     put32(f + 8, dst);
-    put32(f + 12, 1);
+    put32(f + 12, frame_src);
     put32(f + 16, len);
 }
 
@@ -240,7 +247,7 @@ static uint32_t get32(const uint8_t *p) {
 }
 
 /*
- * Wait for a CONN_ACC for our connection 1 (other frames are skipped):
+ * Wait for a CONN_ACC for our connection frame_src (other frames are skipped):
  * the peer's connection id, or 0.
  */
 static uint32_t wait_conn_acc(struct rdma_cm_id *id) {
@@ -270,7 +277,7 @@ static uint32_t wait_conn_acc(struct rdma_cm_id *id) {
         }
         if (n != 1 || wc.status != IBV_WC_SUCCESS)
             break;
-        if (wc.byte_len >= FRAME_HDR && rbuf[4] == F_CONN_ACC && get32(rbuf + 8) == 1)
+        if (wc.byte_len >= FRAME_HDR && rbuf[4] == F_CONN_ACC && get32(rbuf + 8) == frame_src)
             rid = get32(rbuf + 12);
     }
     ibv_dereg_mr(mr);
@@ -279,9 +286,10 @@ static uint32_t wait_conn_acc(struct rdma_cm_id *id) {
 
 /*
  * -c PORT: connect to PORT of the listener's node 0 (a 4 KiB ring
- * accepts), then send DATA beyond the credit it granted.  1 if sent.
+ * accepts), then send DATA beyond the credit it granted (@credit 0), or
+ * (-C, @credit 1) a CREDIT consuming 1 byte it never sent.  1 if sent.
  */
-static int credit_violation(struct rdma_cm_id *id, unsigned int port) {
+static int credit_violation(struct rdma_cm_id *id, unsigned int port, int credit) {
     static uint8_t buf[8192];
     struct ibv_mr *mr = ibv_reg_mr(id->pd, buf, sizeof(buf), 0);
     uint32_t rid;
@@ -290,11 +298,15 @@ static int credit_violation(struct rdma_cm_id *id, unsigned int port) {
     if (!mr)
         return 0;
     frame_hdr(buf, F_CONN_REQ, 0, 0, 0);
-    put32(buf + 20, 5U << 16 | port);
+    put32(buf + 20, (5U + (unsigned int)credit) << 16 | port); /* from port 5 or 6 */
     put32(buf + 24, 4096);
     if (!send_frame(id, mr, buf, FRAME_HDR)) {
         rid = wait_conn_acc(id);
-        if (rid) {
+        if (rid && credit) {
+            frame_hdr(buf, F_CREDIT, 0, rid, 0);
+            put32(buf + 20, 1); /* the tail: 1 byte consumed of 0 sent */
+            ret = !send_frame(id, mr, buf, FRAME_HDR);
+        } else if (rid) {
             frame_hdr(buf, F_DATA, 0, rid, 5000);
             memset(buf + FRAME_HDR, 'v', 5000);
             ret = !send_frame(id, mr, buf, FRAME_HDR + 5000);
@@ -336,9 +348,9 @@ int main(int argc, char **argv) {
     char tag[64];
     unsigned long src, dst;
     char *end;
-    int opt, len, status, ret, frames = 0, cport = 0;
+    int opt, len, status, ret, frames = 0, cport = 0, crport = 0;
 
-    while ((opt = getopt(argc, argv, "fc:t:")) != -1) {
+    while ((opt = getopt(argc, argv, "fc:C:t:")) != -1) {
         if (opt == 'f') {
             frames = 1;
             continue;
@@ -346,6 +358,12 @@ int main(int argc, char **argv) {
         if (opt == 'c') {
             cport = atoi(optarg);
             if (cport < 1 || cport > 65535)
+                return usage();
+            continue;
+        }
+        if (opt == 'C') {
+            crport = atoi(optarg);
+            if (crport < 1 || crport > 65535)
                 return usage();
             continue;
         }
@@ -427,7 +445,11 @@ int main(int argc, char **argv) {
         if (frames)
             printf("frames sent %d\n", send_frames(id));
         if (cport)
-            printf("credit violation sent %d\n", credit_violation(id, (unsigned int)cport));
+            printf("credit violation sent %d\n", credit_violation(id, (unsigned int)cport, 0));
+        if (crport) {
+            frame_src = 2;
+            printf("credit beyond data sent %d\n", credit_violation(id, (unsigned int)crport, 1));
+        }
         printf("hostile_hello %s: ESTABLISHED\n", tag);
         rdma_disconnect(id);
         /* DISCONNECTED, or nothing within the timeout */
