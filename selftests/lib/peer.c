@@ -101,8 +101,13 @@ int peer_tell(struct peer_ctx *c, int v) {
 }
 
 int peer_hear(struct peer_ctx *c, int *v) {
-    if (!wait_for(c, c->ctl, POLLIN, "control recv"))
+    if (!wait_for(c, c->ctl, POLLIN, "control recv")) {
+        int r = scif_recv(c->ctl, v, sizeof(*v), 0);
+
+        if (r > 0)
+            diag("control recv: poll saw nothing, yet %d bytes were there", r);
         return -1;
+    }
     if (scif_recv(c->ctl, v, sizeof(*v), SCIF_RECV_BLOCK) != sizeof(*v)) {
         diag("control recv: %s (the other half is gone)", strerror(errno));
         return -1;
@@ -145,11 +150,18 @@ static int run_half(struct peer_ctx *c) {
             c->other = from.node;
         CHECK(from.node == c->other, "control connection from node %u, expected %d", from.node,
               c->other);
+        /* the acceptor speaks first (see the hello below) */
+        if (peer_tell(c, c->k))
+            return KSFT_FAIL;
     } else {
         c->ctl = peer_open(c);
         CHECK(c->ctl >= 0, "open: %s", strerror(errno));
         if (connect_retry(c, c->ctl, PEER_CTL_BASE + c->k))
             return KSFT_FAIL;
+        /* the hello: the server's behaviour number, the halves must agree */
+        if (peer_hear(c, &theirs))
+            return KSFT_FAIL;
+        CHECK(theirs == c->k, "the server runs behaviour %d, this client %d", theirs, c->k);
     }
     r = c->server ? t->server(c) : t->client(c);
     if (r != KSFT_PASS && r != KSFT_SKIP)
@@ -204,6 +216,8 @@ static int peer_one(void) {
     pid_t srv, cli;
     char dev[32];
 
+    if (peer_role && t->skip_remote)
+        return test_skip("%s", t->skip_remote);
     if (peer_role) {
         c.remote = 1;
         c.server = peer_role == 1;
