@@ -270,7 +270,7 @@ int peer_main(const struct peer_test *tests, size_t n, int argc, char **argv) {
         }
         a += 2;
     }
-    if (!table || peer_node_id < 0 || peer_node_id > 0xfffe) {
+    if (!table || n > PEER_MAX_TESTS || peer_node_id < 0 || peer_node_id > 0xfffe) {
         fprintf(stderr, "usage: %s [--peer NODE] [--role server|client] [behaviour...]\n", argv[0]);
         return 2;
     }

@@ -36,6 +36,8 @@
 
 #define PEER_CTL_BASE 2000
 #define PEER_DATA_BASE 2200
+/* behaviours a table may have: control ports stay below PEER_DATA_BASE */
+#define PEER_MAX_TESTS (PEER_DATA_BASE - PEER_CTL_BASE - 1)
 
 /* What a half knows. */
 struct peer_ctx {
