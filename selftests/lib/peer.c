@@ -216,8 +216,6 @@ static int peer_one(void) {
     pid_t srv, cli;
     char dev[32];
 
-    if (peer_role && t->skip_remote)
-        return test_skip("%s", t->skip_remote);
     if (peer_role) {
         c.remote = 1;
         c.server = peer_role == 1;

@@ -58,8 +58,6 @@ struct peer_test {
     int (*client)(struct peer_ctx *c);
     unsigned int timeout; /* seconds, 0: TEST_DEFAULT_TIMEOUT */
     unsigned int flags;   /* PEER_REMOTE_ONLY */
-    /* with --role: skipped with this reason (a known bug not fixed yet), or NULL */
-    const char *skip_remote;
 };
 
 /* Parse the options, run the table (see above); returns the exit status. */
