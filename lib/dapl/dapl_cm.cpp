@@ -99,7 +99,7 @@ static DAT_RETURN do_connect(Ep *ep, uint16_t node, bool reachable, DAT_CONN_QUA
         if (!ep->conn_evd || !ep->pz)
             return dat_err(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_NOTREADY);
         ep->remote_qual = qual;
-        node_to_sockaddr(node, &ep->remote_addr);
+        node_to_name(node, ia->host, &ep->remote_addr);
         ep->peer_pdata.clear();
         if (!reachable) {
             ep->state = DAT_EP_STATE_DISCONNECTED;
@@ -168,7 +168,7 @@ DAT_RETURN DAT_API ep_connect(DAT_EP_HANDLE h, DAT_IA_ADDRESS_PTR addr, DAT_CONN
     if (plen < 0 || plen > kMaxPrivateData || (plen && !pdata))
         return dat_err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG5);
     uint16_t node = 0;
-    bool ok = sockaddr_to_node(addr, ep->ia->node, &node);
+    bool ok = sockaddr_to_node(addr, ep->ia->node, &node, ipv4_is_local_host, ep->ia->host);
     return do_connect(ep, node, ok, qual, timeout, plen, pdata);
 }
 

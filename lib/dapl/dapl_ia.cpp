@@ -110,7 +110,8 @@ DAT_RETURN DAT_API ia_open(const DAT_NAME_PTR name, DAT_COUNT qlen, DAT_EVD_HAND
     auto ia = std::make_unique<Ia>();
     ia->provider = prov;
     ia->node = self;
-    node_to_sockaddr(self, &ia->addr);
+    ia->host = cluster_host_id();
+    node_to_name(self, ia->host, &ia->addr);
     ia->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (ia->wake_fd < 0)
         return dat_err(DAT_INSUFFICIENT_RESOURCES);

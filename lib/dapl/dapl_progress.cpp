@@ -44,7 +44,7 @@ static void got_conn_req(Ia *ia, const std::shared_ptr<Conn> &c, size_t len) {
     cr->conn = c;
     cr->sp = sp;
     cr->pdata = std::move(pdata);
-    node_to_sockaddr(c->peer_id.node, &cr->remote_addr);
+    node_to_name(c->peer_id.node, ia->host, &cr->remote_addr);
     cr->remote_port_qual = port_to_qual(c->peer_id.port);
     if (sp->is_rsp && sp->ep && ep_alive(ia, sp->ep)) {
         cr->ep = sp->ep;

@@ -237,6 +237,7 @@ struct Ia : Obj {
     std::mutex mu; /* see the header comment */
     const DAT_PROVIDER *provider;
     uint16_t node = 0;
+    uint16_t host = 0; /* cluster id of this host, 0 if none (dapl_util.h) */
     sockaddr_in addr{};
     Evd *async_evd = nullptr;
     bool own_async = false;

@@ -12,6 +12,7 @@
 #include <ctime>
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -53,6 +54,38 @@ void node_to_sockaddr(uint16_t node, sockaddr_in *sin) {
     sin->sin_addr.s_addr = htonl(kNodeNet | node);
 }
 
+void node_to_name(uint16_t node, uint16_t host, sockaddr_in *sin) {
+    node_to_sockaddr(node == 0 && host ? host : node, sin);
+}
+
+uint16_t parse_cluster_self(const char *text) {
+    if (!text)
+        return 0;
+    while (*text == ' ' || *text == '\t')
+        text++;
+    unsigned long id = 0;
+    int digits = 0;
+    for (; *text >= '0' && *text <= '9' && digits < 4; text++, digits++)
+        id = id * 10 + (unsigned long)(*text - '0');
+    if (!digits || (*text && *text != ' ' && *text != '\t' && *text != '\n'))
+        return 0;
+    /* Remote ids are 17..63; anything else is no cluster id we can use. */
+    return id >= 17 && id <= kMaxNode ? (uint16_t)id : 0;
+}
+
+uint16_t cluster_host_id(const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    char buf[128];
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    return parse_cluster_self(buf);
+}
+
 bool ipv4_is_local_host(uint32_t addr) {
     if ((addr >> 24) == 127 || addr == INADDR_ANY)
         return true;
@@ -70,12 +103,13 @@ bool ipv4_is_local_host(uint32_t addr) {
     return found;
 }
 
-static bool ipv4_to_node(uint32_t a, uint16_t self, uint16_t *node, bool (*is_local)(uint32_t)) {
+static bool ipv4_to_node(uint32_t a, uint16_t self, uint16_t *node, bool (*is_local)(uint32_t),
+                         uint16_t host) {
     if ((a & kNodeMask) == kNodeNet) {
         uint32_t n = a & ~kNodeMask;
         if (n > kMaxNode)
             return false;
-        *node = (uint16_t)n;
+        *node = host && n == host ? 0 : (uint16_t)n;
         return true;
     }
     if (is_local(a)) {
@@ -86,12 +120,12 @@ static bool ipv4_to_node(uint32_t a, uint16_t self, uint16_t *node, bool (*is_lo
 }
 
 bool sockaddr_to_node(const sockaddr *sa, uint16_t self, uint16_t *node,
-                      bool (*is_local)(uint32_t)) {
+                      bool (*is_local)(uint32_t), uint16_t host) {
     if (!sa)
         return false;
     if (sa->sa_family == AF_INET) {
         auto *sin = reinterpret_cast<const sockaddr_in *>(sa);
-        return ipv4_to_node(ntohl(sin->sin_addr.s_addr), self, node, is_local);
+        return ipv4_to_node(ntohl(sin->sin_addr.s_addr), self, node, is_local, host);
     }
     if (sa->sa_family == AF_INET6) {
         auto *s6 = reinterpret_cast<const sockaddr_in6 *>(sa);
@@ -102,7 +136,7 @@ bool sockaddr_to_node(const sockaddr *sa, uint16_t self, uint16_t *node,
         if (IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)) {
             uint32_t a;
             std::memcpy(&a, &s6->sin6_addr.s6_addr[12], 4);
-            return ipv4_to_node(ntohl(a), self, node, is_local);
+            return ipv4_to_node(ntohl(a), self, node, is_local, host);
         }
     }
     return false;

@@ -22,12 +22,31 @@ namespace daplscif {
  * address that belongs to this host (127.0.0.0/8, ::1, the addresses of
  * its interfaces, 0.0.0.0) names the caller's own node.  Anything else is
  * unreachable.
+ *
+ * Hosts joined by scif_rdma.ko (docs/transport.md) give each host a cluster
+ * id H (17..63, /sys/kernel/scif_rdma/self), under which the other hosts
+ * reach its node 0.  On such a host node 0 is named 127.83.0.H (its IA
+ * address and the address other IAs see for its endpoints), and a connect
+ * to 127.83.0.H reaches node 0 there too; 127.83.0.0 still names node 0.
+ * `host` below is H, or 0 on a host without a cluster id.
  */
 constexpr uint32_t kNodeNet = 0x7f530000; /* 127.83.0.0/16 */
 constexpr uint32_t kNodeMask = 0xffff0000;
 constexpr unsigned kMaxNode = 255;
 
 void node_to_sockaddr(uint16_t node, sockaddr_in *sin);
+
+/* The address of node `node` as seen from this host (cluster id `host`). */
+void node_to_name(uint16_t node, uint16_t host, sockaddr_in *sin);
+
+/*
+ * The cluster id in the text of /sys/kernel/scif_rdma/self ("ID ADDR PORT",
+ * or empty when unset): ID, or 0 when there is none or it is out of range.
+ */
+uint16_t parse_cluster_self(const char *text);
+
+/* This host's cluster id (0: none, or scif_rdma.ko not loaded). */
+uint16_t cluster_host_id(const char *path = "/sys/kernel/scif_rdma/self");
 
 /* Is this IPv4 address (host byte order) one of this host's own? */
 bool ipv4_is_local_host(uint32_t addr);
@@ -37,7 +56,7 @@ bool ipv4_is_local_host(uint32_t addr);
  * cannot be reached over SCIF.  `is_local` may be injected for tests.
  */
 bool sockaddr_to_node(const sockaddr *sa, uint16_t self, uint16_t *node,
-                      bool (*is_local)(uint32_t) = ipv4_is_local_host);
+                      bool (*is_local)(uint32_t) = ipv4_is_local_host, uint16_t host = 0);
 
 /*
  * Connection qualifiers and SCIF ports: a PSP/RSP with qualifier Q listens

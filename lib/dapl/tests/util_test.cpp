@@ -3,7 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <unistd.h>
+#include <string>
 #include <vector>
 
 #include "dapl_util.h"
@@ -59,6 +63,66 @@ TEST(Addr, Ipv6) {
     EXPECT_EQ(node, 1);
     inet_pton(AF_INET6, "2001:db8::1", &a.sin6_addr);
     EXPECT_FALSE(sockaddr_to_node(reinterpret_cast<sockaddr *>(&a), 0, &node, only_loopback));
+}
+
+static std::string name_of(const sockaddr_in &a) {
+    char buf[32];
+    inet_ntop(AF_INET, &a.sin_addr, buf, sizeof(buf));
+    return buf;
+}
+
+TEST(Cluster, ParseSelf) {
+    EXPECT_EQ(parse_cluster_self("17 169.254.0.1 7170\n"), 17);
+    EXPECT_EQ(parse_cluster_self("63 10.0.0.1 1\n"), 63);
+    EXPECT_EQ(parse_cluster_self(""), 0);        /* self not written yet */
+    EXPECT_EQ(parse_cluster_self("\n"), 0);
+    EXPECT_EQ(parse_cluster_self(nullptr), 0);
+    EXPECT_EQ(parse_cluster_self("16 10.0.0.1 1"), 0); /* an emulated node's id */
+    EXPECT_EQ(parse_cluster_self("256 10.0.0.1 1"), 0);
+    EXPECT_EQ(parse_cluster_self("99999 10.0.0.1 1"), 0);
+    EXPECT_EQ(parse_cluster_self("17x 10.0.0.1 1"), 0);
+    EXPECT_EQ(parse_cluster_self("-17 10.0.0.1 1"), 0);
+}
+
+TEST(Cluster, ReadsTheSysfsFile) {
+    char path[] = "/tmp/dapl-cluster-XXXXXX";
+    int fd = mkstemp(path);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(write(fd, "18 169.254.0.2 7170\n", 20), 20);
+    close(fd);
+    EXPECT_EQ(cluster_host_id(path), 18);
+    unlink(path);
+    EXPECT_EQ(cluster_host_id(path), 0); /* scif_rdma.ko not loaded */
+}
+
+TEST(Cluster, NodeZeroIsNamedByTheClusterId) {
+    sockaddr_in a;
+    node_to_name(0, 17, &a);
+    EXPECT_EQ(name_of(a), "127.83.0.17");
+    node_to_name(18, 17, &a);
+    EXPECT_EQ(name_of(a), "127.83.0.18");
+    node_to_name(1, 17, &a); /* an emulated node keeps its own id */
+    EXPECT_EQ(name_of(a), "127.83.0.1");
+    node_to_name(0, 0, &a);
+    EXPECT_EQ(name_of(a), "127.83.0.0");
+}
+
+TEST(Cluster, ConnectToOwnClusterIdReachesNodeZero) {
+    uint16_t node = 99;
+    sockaddr_in a = v4("127.83.0.17");
+    ASSERT_TRUE(sockaddr_to_node(reinterpret_cast<sockaddr *>(&a), 0, &node, only_loopback, 17));
+    EXPECT_EQ(node, 0);
+    ASSERT_TRUE(sockaddr_to_node(reinterpret_cast<sockaddr *>(&a), 1, &node, only_loopback, 17));
+    EXPECT_EQ(node, 0); /* also from an IA on emulated node 1 */
+    a = v4("127.83.0.18");
+    ASSERT_TRUE(sockaddr_to_node(reinterpret_cast<sockaddr *>(&a), 0, &node, only_loopback, 17));
+    EXPECT_EQ(node, 18);
+    a = v4("127.83.0.0");
+    ASSERT_TRUE(sockaddr_to_node(reinterpret_cast<sockaddr *>(&a), 0, &node, only_loopback, 17));
+    EXPECT_EQ(node, 0);
+    a = v4("127.83.0.17"); /* without a cluster id, 17 is just node 17 */
+    ASSERT_TRUE(sockaddr_to_node(reinterpret_cast<sockaddr *>(&a), 0, &node, only_loopback, 0));
+    EXPECT_EQ(node, 17);
 }
 
 TEST(Qual, PortMapping) {
