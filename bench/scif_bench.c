@@ -513,7 +513,7 @@ static int remote_main(int runs, const int *sizes, int nsizes, int cpu, int onli
         double bw = median_bw(PATH_REMOTE, sizes[i], runs);
 
         results_add("bandwidth", path, (size_t)sizes[i], bw, "MiB/s");
-        printf("  %-10s %14.1f\n", size_str(sizes[i], sbuf, sizeof(sbuf)), bw);
+        printf("  %-10s %14.3f\n", size_str(sizes[i], sbuf, sizeof(sbuf)), bw);
         fflush(stdout);
     }
     remote_open(&q, CMD_QUIT, 0);
