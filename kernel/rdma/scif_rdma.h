@@ -165,10 +165,16 @@
 #define SCIF_RDMA_KEEPALIVE	HZ	/* a PING this often while up */
 #define SCIF_RDMA_DEAD		(5 * HZ) /* nothing received: link dead */
 #define SCIF_RDMA_FRAME_MAGIC	0x5343464dU	/* "SCFM" */
-#define SCIF_RDMA_NRECV		32	/* receives posted per link */
-#define SCIF_RDMA_SQ		32	/* sends posted per link, at most */
+/*
+ * The link window: at most NRECV frames of BUF bytes (1 MiB) in flight per
+ * link round trip, and senders wait beyond OUTBOX bytes of DATA queued or
+ * unacknowledged; with a large ring_size, streaming across hosts is bound
+ * by NRECV * BUF per round trip (docs/transport.md, "Benchmark").
+ */
+#define SCIF_RDMA_NRECV		128	/* receives posted per link */
+#define SCIF_RDMA_SQ		128	/* sends posted per link, at most */
 #define SCIF_RDMA_BUF		8192	/* bytes of each receive buffer */
-#define SCIF_RDMA_OUTBOX	(256 * 1024) /* DATA bytes queued per link */
+#define SCIF_RDMA_OUTBOX	(1024 * 1024) /* DATA bytes queued per link */
 #define SCIF_RDMA_RING_MAX	(4U << 20)   /* largest receive ring */
 #define SCIF_RDMA_MAX_CONNS	16384	/* connections per link */
 
