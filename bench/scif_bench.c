@@ -4,6 +4,8 @@
  *
  *   scif_bench [-T SECONDS] [-n MAX] [-r RUNS] [-s SIZE,SIZE,...] [-c CPU] [--csv FILE]
  *              [--numa local|remote|N]
+ *   scif_bench --server [--port PORT] [-c CPU]           (on one host)
+ *   scif_bench --peer NODE[:PORT] [-T ...] [-s ...] ...   (on the other)
  *
  * Measures, between two threads of this process,
  *   - the round-trip latency of an 8-byte message (ping-pong), and
@@ -22,6 +24,14 @@
  * to FILE as CSV (results.h) for bench/plot.  With --numa WHERE (or
  * SCIF_BENCH_NUMA=WHERE) the buffers lie on that host NUMA node and, unless
  * -c says otherwise, the threads run on a CPU chosen by placement.h.
+ *
+ * Across hosts (scif_rdma.ko), the two ends are two processes: --server
+ * listens on node 0's PORT (default BENCH_PORT) and serves one connection
+ * at a time, each opened by the --peer side for one run and starting with
+ * a struct bench_cmd (echo 8-byte messages, or sink messages of a size and
+ * answer one byte at the end, or quit); the --peer side measures as above
+ * with the server in the other thread's place, and prints the same tables
+ * with only the SCIF column of the remote path.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -148,6 +158,9 @@ static char *map_buf(int size) {
 #define BENCH_STOP 0x73746f70ULL /* "stop" */
 
 static double budget = 0.5; /* seconds per run */
+/* --peer: the remote server's node and port (remote_node < 0: not used). */
+static int remote_node = -1;
+static uint16_t remote_port;
 static long max_iters = 1000000;
 
 struct job {
@@ -168,7 +181,7 @@ static void *echo_side(void *arg) {
     return NULL;
 }
 
-/* Microseconds per 8-byte round trip. */
+/* Microseconds per 8-byte round trip; b NULL: a's other end echoes (--server). */
 static double latency(struct chan *a, struct chan *b) {
     struct job j = {b, 8};
     uint64_t m = BENCH_MORE;
@@ -176,7 +189,7 @@ static double latency(struct chan *a, struct chan *b) {
     pthread_t th;
     long i;
 
-    if (pthread_create(&th, NULL, echo_side, &j))
+    if (b && pthread_create(&th, NULL, echo_side, &j))
         die("pthread_create");
     for (i = 0; i < 20; i++) { /* warm up */
         xsend(a, &m, 8);
@@ -192,7 +205,8 @@ static double latency(struct chan *a, struct chan *b) {
     }
     m = BENCH_STOP;
     xsend(a, &m, 8);
-    pthread_join(th, NULL);
+    if (b)
+        pthread_join(th, NULL);
     return t / i * 1e6;
 }
 
@@ -211,7 +225,7 @@ static void *sink_side(void *arg) {
     return NULL;
 }
 
-/* MiB/s streaming messages of size bytes, a -> b. */
+/* MiB/s streaming messages of size bytes, a -> b (b NULL: a's other end sinks). */
 static double bandwidth(struct chan *a, struct chan *b, int size) {
     struct job j = {b, size};
     char *buf = map_buf(size), ack;
@@ -223,7 +237,7 @@ static double bandwidth(struct chan *a, struct chan *b, int size) {
     pattern_fill(buf, (size_t)size, 0x3c, 0);
     bench_numa_check(buf, (size_t)size, "the sending buffer");
     memcpy(buf, &m, 8);
-    if (pthread_create(&th, NULL, sink_side, &j))
+    if (b && pthread_create(&th, NULL, sink_side, &j))
         die("pthread_create");
     t0 = now_sec();
     for (i = 1;; i++) {
@@ -237,7 +251,8 @@ static double bandwidth(struct chan *a, struct chan *b, int size) {
     }
     xrecv(a, &ack, 1);
     t0 = now_sec() - t0;
-    pthread_join(th, NULL);
+    if (b)
+        pthread_join(th, NULL);
     munmap(buf, (size_t)size);
     return (double)i * size / t0 / (1 << 20);
 }
@@ -250,12 +265,162 @@ static int cmp_double(const void *x, const void *y) {
 
 #define MAX_RUNS 15
 
-/* Path: 0 = SCIF node 0 <-> 0, 1 = SCIF node 0 <-> 1, 2 = UNIX socketpair. */
-static void make_pair(int path, struct chan *a, struct chan *b) {
-    if (path == 2)
+/* ---- across hosts: --server and --peer ---- */
+
+#define BENCH_PORT 3012
+#define BENCH_MAGIC 0x6e626373U /* "scbn" */
+#define MAX_SIZE (64 << 20)
+
+/* What the --peer side asks for, first on each connection. */
+struct bench_cmd {
+    uint32_t magic; /* BENCH_MAGIC */
+    uint32_t op;    /* enum bench_op */
+    uint32_t size;  /* CMD_SINK: the message size, 8 .. MAX_SIZE */
+    uint32_t zero;
+};
+
+enum bench_op { CMD_ECHO = 1, CMD_SINK, CMD_QUIT };
+
+/* Connect to the --peer server and ask for op; retries ECONNREFUSED for 30 s. */
+static void remote_open(struct chan *a, enum bench_op op, int size) {
+    struct scif_portID dst = {(uint16_t)remote_node, remote_port};
+    struct bench_cmd cmd = {BENCH_MAGIC, op, (uint32_t)size, 0};
+    int tries;
+
+    a->kind = K_SCIF;
+    for (tries = 0;; tries++) {
+        a->fd = scif_open();
+        if (a->fd < 0)
+            die("scif_open");
+        if (scif_connect(a->fd, &dst) >= 0)
+            break;
+        if (errno != ECONNREFUSED || tries >= 300)
+            die("scif_connect to the --peer server");
+        scif_close(a->fd);
+        usleep(100000);
+    }
+    xsend(a, &cmd, sizeof(cmd));
+}
+
+/* --server: serve one connection at a time until a CMD_QUIT. */
+static int serve(uint16_t port) {
+    struct scif_portID from;
+    int lep, ep;
+
+    lep = scif_open();
+    if (lep < 0)
+        die("scif_open");
+    if (scif_bind(lep, port) < 0)
+        die("scif_bind");
+    if (scif_listen(lep, 16) < 0)
+        die("scif_listen");
+    printf("scif_bench: serving on port %u\n", port);
+    fflush(stdout);
+    for (;;) {
+        struct bench_cmd cmd;
+        struct chan c = {K_SCIF, -1};
+        struct job j = {&c, 8};
+
+        if (scif_accept(lep, &from, &ep, SCIF_ACCEPT_SYNC) < 0) {
+            if (errno == EINTR)
+                continue;
+            die("scif_accept");
+        }
+        c.fd = ep;
+        if (scif_recv(ep, &cmd, sizeof(cmd), SCIF_RECV_BLOCK) != (int)sizeof(cmd) ||
+            cmd.magic != BENCH_MAGIC || cmd.zero ||
+            (cmd.op == CMD_SINK && (cmd.size < 8 || cmd.size > MAX_SIZE))) {
+            fprintf(stderr, "scif_bench: bad request from node %u port %u, ignored\n", from.node,
+                    from.port);
+            scif_close(ep);
+            continue;
+        }
+        switch (cmd.op) {
+        case CMD_ECHO:
+            echo_side(&j);
+            break;
+        case CMD_SINK:
+            j.size = (int)cmd.size;
+            sink_side(&j);
+            break;
+        case CMD_QUIT:
+            scif_close(ep);
+            scif_close(lep);
+            return 0;
+        default:
+            fprintf(stderr, "scif_bench: unknown request %u from node %u, ignored\n", cmd.op,
+                    from.node);
+        }
+        scif_close(ep);
+    }
+}
+
+/*
+ * Removes --server, --port PORT and --peer NODE[:PORT] from argv (as
+ * results_init() does for --csv); returns 1 for --server.
+ */
+static int remote_args(int *argc, char **argv, uint16_t *port) {
+    int i, o = 1, server = 0, port_given = 0;
+    char *end;
+    long v;
+
+    for (i = 1; i < *argc; i++) {
+        if (!strcmp(argv[i], "--server")) {
+            server = 1;
+        } else if (!strcmp(argv[i], "--port") || !strcmp(argv[i], "--peer")) {
+            int is_peer = argv[i][2] == 'p' && argv[i][3] == 'e';
+            char *arg = i + 1 < *argc ? argv[++i] : NULL;
+
+            if (!arg)
+                goto bad;
+            if (is_peer) {
+                v = strtol(arg, &end, 10);
+                if (end == arg || v < 0 || v > 65535 || (*end && *end != ':'))
+                    goto bad;
+                remote_node = (int)v;
+                if (*end == ':')
+                    arg = end + 1;
+                else
+                    continue;
+            }
+            v = strtol(arg, &end, 10);
+            if (end == arg || *end || v <= 0 || v > 65535)
+                goto bad;
+            *port = (uint16_t)v;
+            port_given = 1;
+        } else {
+            argv[o++] = argv[i];
+        }
+    }
+    argv[o] = NULL;
+    *argc = o;
+    if (server && remote_node >= 0) {
+        fprintf(stderr, "scif_bench: --server and --peer exclude each other\n");
+        exit(2);
+    }
+    if (port_given && !server && remote_node < 0)
+        goto bad;
+    return server;
+bad:
+    fprintf(stderr, "scif_bench: --peer NODE[:PORT], --port PORT (1 to 65535) with --server\n");
+    exit(2);
+}
+
+/*
+ * Path: 0 = SCIF node 0 <-> 0, 1 = SCIF node 0 <-> 1, 2 = UNIX socketpair,
+ * 3 = the --peer server (b unused); op and size: what the server is to do.
+ */
+#define PATH_REMOTE 3
+static void make_pair(int path, struct chan *a, struct chan *b, enum bench_op op, int size) {
+    if (path == PATH_REMOTE) {
+        remote_open(a, op, size);
+        b->kind = K_SCIF;
+        b->fd = -1;
+    } else if (path == 2) {
         unix_pair(a, b);
-    else
+    } else {
         scif_pair(0, path, a, b);
+    }
 }
 
 static double median_latency(int path, int runs) {
@@ -265,10 +430,11 @@ static double median_latency(int path, int runs) {
     for (r = 0; r < runs; r++) {
         struct chan a, b;
 
-        make_pair(path, &a, &b);
-        v[r] = latency(&a, &b);
+        make_pair(path, &a, &b, CMD_ECHO, 8);
+        v[r] = latency(&a, b.fd >= 0 ? &b : NULL);
         chan_close(&a);
-        chan_close(&b);
+        if (b.fd >= 0)
+            chan_close(&b);
     }
     qsort(v, runs, sizeof(v[0]), cmp_double);
     return v[runs / 2];
@@ -281,10 +447,11 @@ static double median_bw(int path, int size, int runs) {
     for (r = 0; r < runs; r++) {
         struct chan a, b;
 
-        make_pair(path, &a, &b);
-        v[r] = bandwidth(&a, &b, size);
+        make_pair(path, &a, &b, CMD_SINK, size);
+        v[r] = bandwidth(&a, b.fd >= 0 ? &b : NULL, size);
         chan_close(&a);
-        chan_close(&b);
+        if (b.fd >= 0)
+            chan_close(&b);
     }
     qsort(v, runs, sizeof(v[0]), cmp_double);
     return v[runs / 2];
@@ -314,9 +481,51 @@ static const char *ring_size(char *buf, size_t len) {
     return buf;
 }
 
+/* --peer: the same tables, one SCIF path, no UNIX reference. */
+static int remote_main(int runs, const int *sizes, int nsizes, int cpu, int online) {
+    struct chan q;
+    struct utsname u;
+    char sbuf[32], path[64];
+    double lat;
+    int i;
+
+    uname(&u);
+    snprintf(path, sizeof(path), "SCIF node 0 - remote node %d", remote_node);
+    printf("openscif messaging benchmark: SCIF endpoints across hosts, one run\n");
+    printf("kernel %s, %ld CPUs, %d SCIF nodes online; this process and scif_bench --server\n",
+           u.release, sysconf(_SC_NPROCESSORS_ONLN), online);
+    printf("on node %d port %u; each figure is the median of %d runs of %.2f s; %s\n", remote_node,
+           remote_port, runs, budget, cpu >= 0 ? "pinned to one CPU" : "placed by the scheduler");
+    bench_numa_print(stdout);
+    printf("\n");
+
+    printf("8-byte message round trip (us, lower is better)\n");
+    printf("  %-22s %12s %12s %10s\n", "path", "SCIF", "UNIX", "SCIF/UNIX");
+    lat = median_latency(PATH_REMOTE, runs);
+    results_add("latency", path, 8, lat, "us");
+    snprintf(sbuf, sizeof(sbuf), "node 0 <-> node %d", remote_node);
+    printf("  %-22s %12.2f %12s %10s\n", sbuf, lat, "-", "-");
+    fflush(stdout);
+
+    printf("\nstreaming bandwidth (MiB/s, higher is better)\n");
+    printf("  %-10s %14s\n", "msg size", "SCIF remote");
+    for (i = 0; i < nsizes; i++) {
+        double bw = median_bw(PATH_REMOTE, sizes[i], runs);
+
+        results_add("bandwidth", path, (size_t)sizes[i], bw, "MiB/s");
+        printf("  %-10s %14.3f\n", size_str(sizes[i], sbuf, sizeof(sbuf)), bw);
+        fflush(stdout);
+    }
+    remote_open(&q, CMD_QUIT, 0);
+    chan_close(&q);
+    return 0;
+}
+
 static void usage(const char *prog) {
     fprintf(stderr,
             "usage: %s [-T SECONDS] [-n MAX] [-r RUNS] [-s SIZE,...] [-c CPU] [--csv FILE]\n"
+            "       %s --server [--port PORT] [-c CPU]\n"
+            "       %s --peer NODE[:PORT] [-T SECONDS] [-n MAX] [-r RUNS] [-s SIZE,...] [-c CPU]\n"
             "  -T SECONDS  length of one run (default 0.5; at least %d messages)\n"
             "  -n MAX      at most MAX messages or round trips per run (default 1000000)\n"
             "  -r RUNS     runs per figure, the median is shown (default 3, max %d)\n"
@@ -325,8 +534,11 @@ static void usage(const char *prog) {
             "              scheduler place them (cross-CPU wake-ups; very noisy under TCG)\n"
             "  --csv FILE  also append the figures to FILE as CSV (or SCIF_BENCH_CSV=FILE)\n"
             "  --numa WHERE  buffers on a host NUMA node: local, remote or a node number;\n"
-            "              threads on a CPU of it (or SCIF_BENCH_NUMA=WHERE)\n",
-            prog, MIN_ITERS, MAX_RUNS);
+            "              threads on a CPU of it (or SCIF_BENCH_NUMA=WHERE)\n"
+            "  --server    serve a --peer run from another host on node 0's PORT, until it ends\n"
+            "  --port PORT the --server's port (default %d)\n"
+            "  --peer NODE[:PORT]  measure against the --server on remote node NODE\n",
+            prog, prog, prog, MIN_ITERS, MAX_RUNS, BENCH_PORT);
     exit(2);
 }
 
@@ -336,9 +548,12 @@ int main(int argc, char **argv) {
     struct utsname u;
     double lat[3];
     char sbuf[32], rbuf[32];
-    int online, cpu_given = 0;
+    int online, cpu_given = 0, server;
+    uint16_t port = BENCH_PORT;
 
     results_init("scif_bench", &argc, argv);
+    server = remote_args(&argc, argv, &port);
+    remote_port = port;
     /* "local": node 1's NUMA node (the emulated peer), else this CPU's. */
     bench_numa_init("scif_bench", &argc, argv, 1);
     while ((opt = getopt(argc, argv, "T:n:r:s:c:h")) != -1) {
@@ -361,7 +576,7 @@ int main(int argc, char **argv) {
 
             for (nsizes = 0; *s && nsizes < 16; nsizes++) {
                 sizes[nsizes] = (int)strtol(s, &end, 0);
-                if (end == s || sizes[nsizes] < 8 || sizes[nsizes] > (64 << 20))
+                if (end == s || sizes[nsizes] < 8 || sizes[nsizes] > MAX_SIZE)
                     usage(argv[0]);
                 s = *end == ',' ? end + 1 : end;
             }
@@ -388,6 +603,10 @@ int main(int argc, char **argv) {
     online = scif_get_nodeIDs(nodes, 32, &self);
     if (online < 0)
         die("scif_get_nodeIDs (is the scif module loaded?)");
+    if (server)
+        return serve(port);
+    if (remote_node >= 0)
+        return remote_main(runs, sizes, nsizes, cpu, online);
     npaths = online > 1 ? 2 : 1;
     uname(&u);
     printf("openscif messaging benchmark: SCIF endpoints vs a UNIX-socket pair, one run\n");

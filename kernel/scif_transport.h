@@ -6,7 +6,7 @@
  *
  * Loopback/emulation (scif_nodes.c) serves the nodes of this kernel: a
  * "peer" is the peer's struct scif_endpt.  The remote transport
- * (scif_remote.h, kernel/rdma/scif_rdma.c) represents an endpoint on
+ * (scif_remote.h, kernel/rdma/scif_rdma*.c) represents an endpoint on
  * another host by a local proxy endpoint of the remote node and implements
  * the same operations with messages.
  *

@@ -1,0 +1,369 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * scif_rdma: SCIF nodes on other hosts over kernel RDMA (rdma_cm and
+ * generic verbs only; InfiniBand, RoCE, iWARP or Soft-RoCE alike).
+ *
+ * It brings remote nodes up and down and carries SCIF connections and
+ * messages between endpoints of different hosts (docs/transport.md).
+ *
+ * Protocol, as the numbered steps of one link between node L and node H
+ * (L < H, the ids of the cluster file; each host knows its own id, address
+ * and port from /sys/kernel/scif_rdma/self and its peers from .../nodes):
+ *
+ *  1. Every host listens with rdma_cm (RDMA_PS_TCP) on its own address and
+ *     port as soon as "self" is written.
+ *  2. For each configured peer, only the lower id connects: L resolves
+ *     H's address and route, creates a protection domain, one completion
+ *     queue and one reliable connected QP, and connects (rdma_connect) with a
+ *     HELLO as private data: magic SCIF_RDMA_MAGIC, version
+ *     SCIF_RDMA_VERSION, kind REQ, src = L, dst = H, reserved zero (all
+ *     big-endian).  H never connects to L, so there is no duplicate link
+ *     to resolve.
+ *  3. H's listener checks the request: private data at least one HELLO
+ *     long; magic, version, kind and reserved field exact; dst equal to
+ *     H's own id; src a configured peer with a lower id, whose configured
+ *     address is the request's source address; no link to that peer in
+ *     place already.  Anything else is rejected (rdma_reject) and counted
+ *     and logged (rate-limited).
+ *  4. H creates its PD, CQ and QP on the request's cm_id and accepts with
+ *     a HELLO of kind ACC, src = H, dst = L.
+ *  5. L checks the ACC HELLO in the ESTABLISHED event the same way; on a
+ *     mismatch it disconnects (step 8).
+ *  6. On ESTABLISHED each side marks the peer up: scif_remote_node_up()
+ *     in scif.ko, so scif_get_nodeIDs() lists it, with the NUMA node of
+ *     the link's device (srd_dev_numa()) as the node's affinity.
+ *  7. Frames and keepalive: each side keeps SCIF_RDMA_NRECV receives of
+ *     SCIF_RDMA_BUF bytes posted on the QP (from step 2/4 on).  Every SEND
+ *     is one frame: a struct srd_hdr (magic SCIF_RDMA_FRAME_MAGIC, type,
+ *     reserved zero, link credits, destination and source connection
+ *     ids, payload length, two arguments; big-endian), then the payload
+ *     (DATA only).  While up, each side queues a PING every
+ *     SCIF_RDMA_KEEPALIVE.  A send or receive completing in error, or
+ *     nothing valid received for SCIF_RDMA_DEAD, ends the link as in
+ *     step 8: so a peer that vanishes without a DREQ (powered off, link
+ *     gone) goes down.
+ *  8. DISCONNECTED, DEVICE_REMOVAL, ADDR/ROUTE/CONNECT errors, UNREACHABLE,
+ *     REJECTED, the keepalive (step 7), the peer being deleted, or the
+ *     module unloading end the link: the node is marked down, the QP, CQ,
+ *     PD and cm_id are destroyed (in the link's work, never in the cm
+ *     handler; the keepalive buffers after the CQ), and if the peer is
+ *     still configured L tries again after a backoff that doubles from
+ *     SCIF_RDMA_BACKOFF_MIN to SCIF_RDMA_BACKOFF_MAX; H waits for L.
+ *  9. A listener lost through DEVICE_REMOVAL is re-created every
+ *     SCIF_RDMA_BACKOFF_MAX until it binds again.
+ * 10. Every received frame is checked before use: at least a header
+ *     long, magic, reserved, a known type, the length field equal to the
+ *     bytes received minus the header (at most SCIF_RDMA_BUF in all), no
+ *     payload but on DATA, DATA not empty, returned link credits within
+ *     what we used.  A bad frame is dropped, counted (sysfs bad_frames)
+ *     and logged rate-limited; the link stays up.
+ * 11. Link credits, so that a SEND never finds no posted receive: a side
+ *     may have as many frames in flight as the peer posted receives
+ *     (SCIF_RDMA_NRECV at first).  Each reposted receive is returned to
+ *     the peer in the lcredits field of the next frame; when half of them
+ *     are unreported and nothing else goes, an LCREDIT frame carries them.
+ *     Every frame but LCREDIT needs two credits, so the last credit is
+ *     always left for an LCREDIT and neither side can block the other.
+ *     At most SCIF_RDMA_SQ sends are posted; frames wait in the link's
+ *     outbox, DATA up to SCIF_RDMA_OUTBOX bytes (senders then wait).
+ * 12. Connect: the connector's host gives the connection an id of its own
+ *     (per link, 1..SCIF_RDMA_MAX_CONNS) and a proxy endpoint on the
+ *     remote node (scif_remote.h), and sends CONN_REQ (src = its id, arg
+ *     = connector's port << 16 | target port, arg2 = its ring size).  The
+ *     target host checks the fields, gives the connection its own id and
+ *     a proxy connector, and queues that at the listener of the target
+ *     port on node 0 (scif_conn_deliver()).  Nobody listening, a full
+ *     backlog, a listener closing or refusing: CONN_REJ (dst = the
+ *     connector's id, arg = the positive errno: ECONNREFUSED, or ENODEV).
+ * 13. The accept (conn_answer) sends CONN_ACC (dst, src = the ids, arg =
+ *     the accepted endpoint's port, arg2 = its ring size).  The connector
+ *     becomes connected to its proxy; a connector that gave up meanwhile
+ *     (conn_cancel: interrupted, closed, node lost) answers with CLOSE.
+ * 14. DATA (dst, src, payload): bytes of the byte stream, in order, into
+ *     the receiving endpoint's ring.  A proxy's ring has no buffer: its
+ *     head counts the bytes sent, its tail the bytes the far receiver
+ *     consumed, so a sender never sends more than the ring the receiver
+ *     granted (its size, minus what is unconsumed).  DATA beyond that
+ *     credit is a protocol violation: the connection is reset (CLOSE sent,
+ *     the local endpoint gets ECONNRESET) and the frame counted.
+ * 15. CREDIT (dst, src, arg = the receiver's ring tail, free-running):
+ *     sent when a receive consumed bytes; a tail going back or beyond the
+ *     bytes sent is a violation as in step 14.
+ * 16. CLOSE (dst, src): the connection ended on the sender's side (close,
+ *     violation); sent after its DATA, so the receiver first reads what
+ *     was queued, then gets ECONNRESET.  The receiver of a CLOSE for a
+ *     live connection answers with CLOSE; the connection id is freed on
+ *     both sides once each side sent and received one.
+ * 17. Frames for a connection id not in the table, from a wrong source id
+ *     or of a type the connection's state does not expect are counted as
+ *     in step 10 and dropped.
+ * 18. When a link ends (step 8) every connection over it ends once its CQ
+ *     is drained: connected endpoints get ECONNRESET, connecting ones
+ *     ENODEV, queued proxy connectors are withdrawn, blocked calls
+ *     return, the proxies are freed.  A new link starts with no
+ *     connections.
+ *
+ * Locking: srd_cfg_mutex protects srd_self and srd_peers (the list and
+ * each peer's id/address/port); it is never held while destroying a
+ * cm_id that may have events (the listener's handler takes it; only a
+ * listener that failed to bind or listen is destroyed under it).  Each
+ * peer's mutex protects its link state (res: cm_id, pd, cq, qp; state,
+ * backoff, node_up, removed, and the keepalive state of the current
+ * link, struct srd_ka); the rdma_cm handler of a peer's cm_id
+ * holds it for the whole event, so once the link's work detached the
+ * cm_id under it, no handler touches that cm_id's resources again, and the
+ * work destroys them after dropping it.  The keepalive's completion
+ * handlers (CQ work, IB_POLL_WORKQUEUE) and its work take the peer's
+ * mutex too and act only on the peer's current link; nothing waits for
+ * the CQ's work (ib_free_cq) or the keepalive work while holding it.
+ * The link's frame state (struct srd_ka: outbox, credits) is under the
+ * peer's mutex as well.  srd_msg_mutex protects the connections (struct
+ * srd_conn, each peer's table, srd_peer_of[], the xprt field of the
+ * endpoints involved); the receive handler drops the peer's mutex before
+ * it takes srd_msg_mutex to deliver a frame.  The endpoint core's locks
+ * (ep->lock, the endpoint mutexes via scif_ep_put()) may be taken under
+ * srd_msg_mutex; the core calls the transport operations with no
+ * spinlock held.
+ * Order: srd_cfg_mutex, srd_msg_mutex, a peer's mutex.
+ */
+
+#ifndef SCIF_RDMA_H
+#define SCIF_RDMA_H
+
+#include <linux/module.h>
+#include <linux/kobject.h>
+#include <linux/sysfs.h>
+#include <linux/slab.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/workqueue.h>
+#include <linux/inet.h>
+#include <linux/ctype.h>
+#include <linux/string.h>
+#include <linux/atomic.h>
+#include <linux/xarray.h>
+#include <linux/uaccess.h>
+#include <linux/overflow.h>
+#include <linux/numa.h>
+#include <net/net_namespace.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/ib_cm.h>
+#include <rdma/rdma_cm.h>
+
+#include "../scif_remote.h"
+#include "../scif_ep.h"
+#include "../scif_transport.h"
+
+#define SCIF_RDMA_MAGIC		0x53434946U	/* "SCIF" */
+#define SCIF_RDMA_VERSION	1
+#define SCIF_RDMA_HELLO_REQ	1
+#define SCIF_RDMA_HELLO_ACC	2
+#define SCIF_RDMA_BACKOFF_MIN	(HZ / 2)
+#define SCIF_RDMA_BACKOFF_MAX	(8 * HZ)
+#define SCIF_RDMA_TIMEOUT_MS	2000
+#define SCIF_RDMA_MAX_WRITE	128	/* longest accepted sysfs write */
+#define SCIF_RDMA_KEEPALIVE	HZ	/* a PING this often while up */
+#define SCIF_RDMA_DEAD		(5 * HZ) /* nothing received: link dead */
+#define SCIF_RDMA_FRAME_MAGIC	0x5343464dU	/* "SCFM" */
+/*
+ * The link window: at most NRECV frames of BUF bytes (1 MiB) in flight per
+ * link round trip, and senders wait beyond OUTBOX bytes of DATA queued or
+ * unacknowledged; with a large ring_size, streaming across hosts is bound
+ * by NRECV * BUF per round trip (docs/transport.md, "Benchmark").
+ */
+#define SCIF_RDMA_NRECV		128	/* receives posted per link */
+#define SCIF_RDMA_SQ		128	/* sends posted per link, at most */
+#define SCIF_RDMA_BUF		8192	/* bytes of each receive buffer */
+#define SCIF_RDMA_OUTBOX	(1024 * 1024) /* DATA bytes queued per link */
+#define SCIF_RDMA_RING_MAX	(4U << 20)   /* largest receive ring */
+#define SCIF_RDMA_MAX_CONNS	16384	/* connections per link */
+
+struct scif_rdma_hello {
+	__be32 magic;
+	u8 version;
+	u8 kind;
+	__be16 src;
+	__be16 dst;
+	__be16 reserved;
+} __packed;
+
+/*
+ * Every frame on a link (steps 7, 10-16) starts with this header (all
+ * big-endian).  The payload (DATA only) follows it in the same SEND.
+ */
+struct srd_hdr {
+	__be32 magic;		/* SCIF_RDMA_FRAME_MAGIC */
+	u8 type;		/* SRD_F_* */
+	u8 reserved;		/* zero */
+	__be16 lcredits;	/* link credits returned (step 11) */
+	__be32 dst;		/* the receiver's connection id, 0 if none */
+	__be32 src;		/* the sender's connection id, 0 if none */
+	__be32 len;		/* payload bytes after the header */
+	__be32 arg;		/* per type, see step 12-16 */
+	__be32 arg2;
+} __packed;
+
+enum {
+	SRD_F_PING = 1,
+	SRD_F_LCREDIT,
+	SRD_F_CONN_REQ,
+	SRD_F_CONN_ACC,
+	SRD_F_CONN_REJ,
+	SRD_F_DATA,
+	SRD_F_CREDIT,
+	SRD_F_CLOSE,
+	SRD_F_MAX = SRD_F_CLOSE,
+};
+
+#define SRD_PAYLOAD_MAX	(SCIF_RDMA_BUF - sizeof(struct srd_hdr))
+
+struct srd_ka;
+
+/* One receive buffer: SCIF_RDMA_BUF bytes, DMA-mapped on the device. */
+struct srd_buf {
+	struct ib_cqe cqe;
+	struct srd_ka *ka;
+	void *data;
+	u64 dma;
+	bool mapped;
+};
+
+/*
+ * One frame to send: queued on the link's outbox, then posted (mapped
+ * while posted).  Allocated per frame, bounded by the outbox limit (DATA)
+ * and by the connections (control frames: a few per connection).
+ */
+struct srd_tx {
+	struct list_head link;		/* outbox or posted, peer->lock */
+	struct ib_cqe cqe;
+	struct srd_ka *ka;
+	u64 dma;
+	bool mapped;
+	bool ping;
+	u32 len;			/* header + payload */
+	u32 payload;
+	u8 buf[];			/* struct srd_hdr, then payload */
+};
+
+/*
+ * A link's messaging state (steps 7, 10, 11).  It lives as long as the
+ * link's QP and CQ: srd_destroy_link() frees it after ib_free_cq(), when no
+ * completion handler runs or will run.  The handlers touch it only under
+ * peer->lock and only while this is the peer's current link (peer->res.ka);
+ * so do senders (srd_xmit()).
+ */
+struct srd_ka {
+	struct srd_peer *peer;
+	struct ib_device *dev;
+	struct srd_buf recv[SCIF_RDMA_NRECV];
+	struct list_head outbox;	/* srd_tx, not posted yet */
+	struct list_head posted;	/* srd_tx, posted, not completed */
+	unsigned int out_bytes;		/* DATA payload queued or posted */
+	unsigned int sq_busy;		/* sends posted */
+	unsigned int tx_credits;	/* the peer's receives we may use */
+	unsigned int rx_unrep;		/* our reposted receives, unreported */
+	bool ping_busy;			/* a PING queued or posted */
+	unsigned long last_rx;		/* jiffies of the last valid frame */
+};
+
+enum srd_state { SRD_DOWN, SRD_CONNECTING, SRD_UP };
+
+/* The verbs resources of one link; all NULL/false when there is none. */
+struct srd_link {
+	struct rdma_cm_id *cm_id;	/* the link's cm_id, or NULL */
+	struct ib_pd *pd;
+	struct ib_cq *cq;
+	bool qp;			/* cm_id has a QP */
+	struct srd_ka *ka;		/* the QP's keepalive buffers */
+};
+
+/* One configured peer and its link (see the locking comment above). */
+struct srd_peer {
+	struct list_head link;		/* in srd_peers, srd_cfg_mutex */
+	u16 id;
+	__be32 addr;
+	u16 port;
+
+	struct mutex lock;		/* the fields below */
+	struct srd_link res;
+	enum srd_state state;
+	bool node_up;			/* scif_remote_node_up() done */
+	bool removed;			/* deleted: no new work or cm_id */
+	unsigned long backoff;
+	struct delayed_work work;	/* teardown and (re)connect */
+	struct delayed_work ka_work;	/* keepalive: PING, dead check */
+	u64 gen;			/* link generation, +1 per new link */
+
+	/* connections over the link: struct srd_conn, srd_msg_mutex */
+	struct xarray conns;
+};
+
+struct srd_self {
+	bool set;
+	u16 id;
+	__be32 addr;
+	u16 port;
+};
+
+enum srd_conn_state {
+	SRDC_CONNECTING,	/* ours: CONN_REQ sent, connector waits */
+	SRDC_CANCELLED,		/* ours: the connector gave up; await answer */
+	SRDC_QUEUED,		/* theirs: proxy connector at our listener */
+	SRDC_LIVE,		/* connected */
+	SRDC_CLOSING,		/* CLOSE sent, awaiting the peer's CLOSE */
+};
+
+/*
+ * One connection over a peer's link, in peer->conns under its local id.
+ * Everything here, peer->conns, srd_peer_of[] and the xprt field of the
+ * endpoints involved are protected by srd_msg_mutex (order: srd_cfg_mutex,
+ * srd_msg_mutex, a peer's lock; ep->lock inside any of them).
+ */
+struct srd_conn {
+	u32 lid;			/* our id, the key in peer->conns */
+	u32 rid;			/* the peer's id, 0 until known */
+	u64 gen;			/* the link generation it runs on */
+	enum srd_conn_state state;
+	struct scif_endpt *ep;		/* CONNECTING: the connector (counted) */
+	struct scif_endpt *proxy;	/* the far endpoint's proxy (counted) */
+	u32 credit_sent;		/* our endpoint's rx tail last credited */
+};
+
+/* scif_rdma_link.c: configuration, listener, links, module */
+extern struct mutex srd_cfg_mutex;
+extern struct srd_self srd_self;
+extern struct rdma_cm_id *srd_listen_id;
+extern struct delayed_work srd_listen_work;
+extern bool srd_exiting;
+extern atomic_t srd_rejected;
+extern struct workqueue_struct *srd_wq;
+extern wait_queue_head_t srd_txwq[SCIF_ALL_NODES];
+extern bool srd_out_full[SCIF_ALL_NODES];
+extern struct kobject *srd_kobj;
+void srd_link_fail(struct srd_peer *peer, const char *why, int err);
+void srd_destroy_link(struct srd_link *res);
+
+/* scif_rdma_frame.c: frames, link credits, outbox, keepalive */
+extern atomic_t srd_bad;
+void srd_bad_frame(struct srd_peer *peer, const char *why, u32 len);
+struct srd_tx *srd_tx_alloc(u8 type, u32 dst, u32 src, u32 payload);
+int srd_xmit(struct srd_peer *peer, u64 gen, struct srd_tx *tx);
+void srd_ka_free(struct srd_ka *ka);
+int srd_dev_numa(struct ib_device *dev);
+int srd_ka_create(struct srd_peer *peer, struct rdma_cm_id *id);
+void srd_ka_work_fn(struct work_struct *work);
+
+/* scif_rdma_conn.c: connections and the transport operations */
+extern struct mutex srd_msg_mutex;
+extern struct srd_peer *srd_peer_of[SCIF_ALL_NODES];
+extern const struct scif_transport_ops srd_ops;
+void srd_msg_recv(struct srd_peer *peer, u64 gen, const struct srd_hdr *h,
+		  const u8 *payload, u32 len);
+void srd_msg_link_down(struct srd_peer *peer, u64 gen, bool all);
+
+static inline bool srd_id_ok(unsigned int id)
+{
+	return id >= SCIF_REMOTE_NODE_MIN && id <= SCIF_REMOTE_NODE_MAX;
+}
+
+#endif /* SCIF_RDMA_H */

@@ -1,0 +1,402 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * scif_rdma: frames on a link: checked headers, link credits, the outbox,
+ * receive check and dispatch, keepalive (scif_rdma.h steps 7, 10, 11).
+ */
+
+#include "scif_rdma.h"
+
+/* ---- frames on a link: credits, outbox, keepalive (steps 7, 10, 11) ---- */
+
+atomic_t srd_bad = ATOMIC_INIT(0);	/* bad frames received */
+
+/* Count and log (rate-limited) a bad frame from @peer. */
+void srd_bad_frame(struct srd_peer *peer, const char *why, u32 len)
+{
+	atomic_inc(&srd_bad);
+	pr_info_ratelimited("scif_rdma: node %u: dropped a bad frame (%s, %u bytes; %d so far)\n",
+			    peer->id, why, len, atomic_read(&srd_bad));
+}
+
+static void srd_tx_free(struct srd_ka *ka, struct srd_tx *tx)
+{
+	if (tx->mapped)
+		ib_dma_unmap_single(ka->dev, tx->dma, tx->len, DMA_TO_DEVICE);
+	kfree(tx);
+}
+
+/* Unmap and free a detached link's buffers (its CQ freed already). */
+void srd_ka_free(struct srd_ka *ka)
+{
+	struct srd_tx *tx, *tmp;
+	struct srd_buf *b;
+	int i;
+
+	if (!ka)
+		return;
+	for (i = 0; i < SCIF_RDMA_NRECV; i++) {
+		b = &ka->recv[i];
+		if (b->mapped)
+			ib_dma_unmap_single(ka->dev, b->dma, SCIF_RDMA_BUF,
+					    DMA_FROM_DEVICE);
+		kfree(b->data);
+	}
+	list_for_each_entry_safe(tx, tmp, &ka->outbox, link)
+		srd_tx_free(ka, tx);
+	list_for_each_entry_safe(tx, tmp, &ka->posted, link)
+		srd_tx_free(ka, tx);
+	kfree(ka);
+}
+
+/* Post @b as a receive on the current link's QP (peer->lock held). */
+static int srd_post_recv(struct srd_peer *peer, struct srd_buf *b)
+{
+	struct ib_sge sge = {
+		.addr = b->dma,
+		.length = SCIF_RDMA_BUF,
+		.lkey = peer->res.pd->local_dma_lkey,
+	};
+	struct ib_recv_wr wr = {
+		.wr_cqe = &b->cqe,
+		.sg_list = &sge,
+		.num_sge = 1,
+	};
+
+	ib_dma_sync_single_for_device(b->ka->dev, b->dma, SCIF_RDMA_BUF,
+				      DMA_FROM_DEVICE);
+	return ib_post_recv(peer->res.cm_id->qp, &wr, NULL);
+}
+
+/* Is @ka the messaging state of its peer's live link?  (peer->lock held) */
+static bool srd_ka_live(struct srd_ka *ka)
+{
+	struct srd_peer *peer = ka->peer;
+
+	return peer->res.ka == ka && !peer->removed &&
+	       peer->state != SRD_DOWN;
+}
+
+/* A frame with @payload bytes of room after the header, or NULL. */
+struct srd_tx *srd_tx_alloc(u8 type, u32 dst, u32 src, u32 payload)
+{
+	struct srd_tx *tx;
+	struct srd_hdr *h;
+
+	tx = kzalloc(struct_size(tx, buf, sizeof(*h) + payload),
+		     GFP_KERNEL_ACCOUNT);
+	if (!tx)
+		return NULL;
+	tx->len = sizeof(*h) + payload;
+	tx->payload = type == SRD_F_DATA ? payload : 0;
+	h = (struct srd_hdr *)tx->buf;
+	h->magic = cpu_to_be32(SCIF_RDMA_FRAME_MAGIC);
+	h->type = type;
+	h->dst = cpu_to_be32(dst);
+	h->src = cpu_to_be32(src);
+	h->len = cpu_to_be32(payload);
+	return tx;
+}
+
+static void srd_send_done(struct ib_cq *cq, struct ib_wc *wc);
+
+/* Post @tx on the current link (peer->lock held); @tx is then the link's. */
+static int srd_post_tx(struct srd_peer *peer, struct srd_ka *ka,
+		       struct srd_tx *tx)
+{
+	struct srd_hdr *h = (struct srd_hdr *)tx->buf;
+	struct ib_sge sge = {
+		.length = tx->len,
+		.lkey = peer->res.pd->local_dma_lkey,
+	};
+	struct ib_send_wr wr = {
+		.wr_cqe = &tx->cqe,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IB_WR_SEND,
+		.send_flags = IB_SEND_SIGNALED,
+	};
+	int ret;
+
+	h->lcredits = cpu_to_be16(ka->rx_unrep);
+	tx->ka = ka;
+	tx->cqe.done = srd_send_done;
+	tx->dma = ib_dma_map_single(ka->dev, tx->buf, tx->len, DMA_TO_DEVICE);
+	if (ib_dma_mapping_error(ka->dev, tx->dma)) {
+		srd_tx_free(ka, tx);
+		return -ENOMEM;
+	}
+	tx->mapped = true;
+	sge.addr = tx->dma;
+	list_add_tail(&tx->link, &ka->posted);
+	ret = ib_post_send(peer->res.cm_id->qp, &wr, NULL);
+	if (ret) {
+		list_del(&tx->link);
+		srd_tx_free(ka, tx);
+		return ret;
+	}
+	ka->rx_unrep = 0;
+	ka->sq_busy++;
+	ka->tx_credits--;
+	return 0;
+}
+
+/*
+ * Post what the outbox holds as far as the send queue and the link credits
+ * allow (step 11: every frame but LCREDIT leaves one credit), then an
+ * LCREDIT if half of our receives are unreported (peer->lock held, link
+ * live).
+ */
+static void srd_flush(struct srd_peer *peer)
+{
+	struct srd_ka *ka = peer->res.ka;
+	struct srd_tx *tx;
+	int ret;
+
+	while (ka->sq_busy < SCIF_RDMA_SQ && ka->tx_credits >= 2) {
+		tx = list_first_entry_or_null(&ka->outbox, struct srd_tx, link);
+		if (!tx)
+			break;
+		list_del(&tx->link);
+		ret = srd_post_tx(peer, ka, tx);
+		if (ret) {
+			srd_link_fail(peer, "post send", ret);
+			return;
+		}
+	}
+	if (ka->rx_unrep >= SCIF_RDMA_NRECV / 2 && ka->tx_credits >= 1 &&
+	    ka->sq_busy < SCIF_RDMA_SQ) {
+		tx = srd_tx_alloc(SRD_F_LCREDIT, 0, 0, 0);
+		if (!tx)
+			return;	/* the next frame carries them */
+		ret = srd_post_tx(peer, ka, tx);
+		if (ret)
+			srd_link_fail(peer, "post send", ret);
+	}
+}
+
+/* A posted frame completed (or was flushed). */
+static void srd_send_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct srd_tx *tx = container_of(wc->wr_cqe, struct srd_tx, cqe);
+	struct srd_ka *ka = tx->ka;
+	struct srd_peer *peer = ka->peer;
+
+	mutex_lock(&peer->lock);
+	if (!srd_ka_live(ka))
+		goto out;	/* an old link's: srd_ka_free() frees @tx */
+	list_del(&tx->link);
+	ka->sq_busy--;
+	if (tx->ping)
+		ka->ping_busy = false;
+	ka->out_bytes -= tx->payload;
+	srd_tx_free(ka, tx);
+	if (wc->status != IB_WC_SUCCESS) {
+		srd_link_fail(peer, "send", wc->status);
+		goto out;
+	}
+	if (ka->out_bytes < SCIF_RDMA_OUTBOX && srd_out_full[peer->id]) {
+		WRITE_ONCE(srd_out_full[peer->id], false);
+		wake_up_all(&srd_txwq[peer->id]);
+	}
+	srd_flush(peer);
+out:
+	mutex_unlock(&peer->lock);
+}
+
+/*
+ * Queue @tx on @peer's link of generation @gen and post what can be
+ * posted.  Takes @tx in every case; -ECONNRESET if that link is gone.
+ */
+int srd_xmit(struct srd_peer *peer, u64 gen, struct srd_tx *tx)
+{
+	struct srd_ka *ka;
+
+	mutex_lock(&peer->lock);
+	ka = peer->res.ka;
+	if (!ka || !srd_ka_live(ka) || peer->state != SRD_UP ||
+	    peer->gen != gen) {
+		mutex_unlock(&peer->lock);
+		kfree(tx);
+		return -ECONNRESET;
+	}
+	list_add_tail(&tx->link, &ka->outbox);
+	ka->out_bytes += tx->payload;
+	if (ka->out_bytes >= SCIF_RDMA_OUTBOX)
+		WRITE_ONCE(srd_out_full[peer->id], true);
+	srd_flush(peer);
+	mutex_unlock(&peer->lock);
+	return 0;
+}
+
+/*
+ * Check a received frame's header (step 10); returns why it is bad, or
+ * NULL.  @blen: bytes received.
+ */
+static const char *srd_hdr_check(struct srd_ka *ka, const struct srd_hdr *h,
+				 u32 blen)
+{
+	u32 len;
+
+	if (blen < sizeof(*h))
+		return "short";
+	if (be32_to_cpu(h->magic) != SCIF_RDMA_FRAME_MAGIC || h->reserved)
+		return "bad magic";
+	if (!h->type || h->type > SRD_F_MAX)
+		return "bad type";
+	len = be32_to_cpu(h->len);
+	if (len != blen - sizeof(*h))
+		return "bad length";
+	if (len && h->type != SRD_F_DATA)
+		return "payload on a control frame";
+	if (h->type == SRD_F_DATA && !len)
+		return "empty DATA";
+	if (be16_to_cpu(h->lcredits) > SCIF_RDMA_NRECV - ka->tx_credits)
+		return "too many link credits";
+	return NULL;
+}
+
+/* A receive completed: a frame from the peer (untrusted), or a flush. */
+static void srd_recv_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct srd_buf *b = container_of(wc->wr_cqe, struct srd_buf, cqe);
+	struct srd_ka *ka = b->ka;
+	struct srd_peer *peer = ka->peer;
+	const struct srd_hdr *h = b->data;
+	const char *why;
+	bool deliver = false;
+	u64 gen;
+	int ret;
+
+	mutex_lock(&peer->lock);
+	if (!srd_ka_live(ka))
+		goto out;	/* an old link's flush: its work frees @b */
+	if (wc->status != IB_WC_SUCCESS) {
+		srd_link_fail(peer, "receive", wc->status);
+		goto out;
+	}
+	ib_dma_sync_single_for_cpu(ka->dev, b->dma, SCIF_RDMA_BUF,
+				   DMA_FROM_DEVICE);
+	why = srd_hdr_check(ka, h, wc->byte_len);
+	if (why) {
+		srd_bad_frame(peer, why, wc->byte_len);
+	} else {
+		ka->last_rx = jiffies;
+		ka->tx_credits += be16_to_cpu(h->lcredits);
+		deliver = h->type > SRD_F_LCREDIT;
+	}
+	gen = peer->gen;
+	mutex_unlock(&peer->lock);
+
+	/* the link's messages in order: this CQ's work is single-threaded */
+	if (deliver)
+		srd_msg_recv(peer, gen, h, (const u8 *)(h + 1),
+			     be32_to_cpu(h->len));
+
+	mutex_lock(&peer->lock);
+	if (!srd_ka_live(ka))
+		goto out;
+	ret = srd_post_recv(peer, b);
+	if (ret) {
+		srd_link_fail(peer, "repost receive", ret);
+		goto out;
+	}
+	ka->rx_unrep++;
+	srd_flush(peer);
+out:
+	mutex_unlock(&peer->lock);
+}
+
+static int srd_buf_init(struct srd_ka *ka, struct srd_buf *b)
+{
+	b->ka = ka;
+	b->cqe.done = srd_recv_done;
+	b->data = kzalloc(SCIF_RDMA_BUF, GFP_KERNEL_ACCOUNT);
+	if (!b->data)
+		return -ENOMEM;
+	b->dma = ib_dma_map_single(ka->dev, b->data, SCIF_RDMA_BUF,
+				   DMA_FROM_DEVICE);
+	if (ib_dma_mapping_error(ka->dev, b->dma))
+		return -ENOMEM;
+	b->mapped = true;
+	return 0;
+}
+
+/*
+ * The host NUMA node of @dev (the NIC a link runs on): that of its DMA
+ * device, else of its parent device (a software device such as rxe has
+ * neither on a node), else NUMA_NO_NODE.
+ */
+int srd_dev_numa(struct ib_device *dev)
+{
+	int nid = NUMA_NO_NODE;
+
+	if (dev->dma_device)
+		nid = dev_to_node(dev->dma_device);
+	if (nid == NUMA_NO_NODE && dev->dev.parent)
+		nid = dev_to_node(dev->dev.parent);
+	return nid;
+}
+
+/*
+ * The messaging state of a new link (peer->lock held, its QP just
+ * created): map the buffers and post the receives.  On failure what exists
+ * stays in peer->res.ka for srd_destroy_link().
+ */
+int srd_ka_create(struct srd_peer *peer, struct rdma_cm_id *id)
+{
+	struct srd_ka *ka;
+	int i, ret = 0;
+
+	/* bounded: one per link, one link per configured peer */
+	ka = kzalloc(sizeof(*ka), GFP_KERNEL_ACCOUNT);
+	if (!ka)
+		return -ENOMEM;
+	ka->peer = peer;
+	ka->dev = id->device;
+	INIT_LIST_HEAD(&ka->outbox);
+	INIT_LIST_HEAD(&ka->posted);
+	ka->tx_credits = SCIF_RDMA_NRECV;
+	peer->res.ka = ka;
+	peer->gen++;
+	for (i = 0; !ret && i < SCIF_RDMA_NRECV; i++)
+		ret = srd_buf_init(ka, &ka->recv[i]);
+	for (i = 0; !ret && i < SCIF_RDMA_NRECV; i++)
+		ret = srd_post_recv(peer, &ka->recv[i]);
+	return ret;
+}
+
+/*
+ * Every SCIF_RDMA_KEEPALIVE while the link is up: end it if nothing valid
+ * came for SCIF_RDMA_DEAD, else queue a PING (unless one is pending).
+ */
+void srd_ka_work_fn(struct work_struct *work)
+{
+	struct srd_peer *peer = container_of(to_delayed_work(work),
+					     struct srd_peer, ka_work);
+	struct srd_ka *ka;
+	struct srd_tx *tx;
+
+	mutex_lock(&peer->lock);
+	ka = peer->res.ka;
+	if (!ka || peer->removed || peer->state != SRD_UP)
+		goto out;	/* ESTABLISHED starts it again */
+	if (time_after(jiffies, ka->last_rx + SCIF_RDMA_DEAD)) {
+		srd_link_fail(peer, "keepalive: nothing received",
+			      -ETIMEDOUT);
+		goto out;
+	}
+	if (!ka->ping_busy) {
+		tx = srd_tx_alloc(SRD_F_PING, 0, 0, 0);
+		if (tx) {
+			tx->ping = true;
+			ka->ping_busy = true;
+			list_add_tail(&tx->link, &ka->outbox);
+			srd_flush(peer);
+		}
+	}
+	if (peer->state == SRD_UP)
+		queue_delayed_work(srd_wq, &peer->ka_work,
+				   SCIF_RDMA_KEEPALIVE);
+out:
+	mutex_unlock(&peer->lock);
+}
