@@ -501,8 +501,9 @@ static int t_errors(void) {
 }
 
 /*
- * 10: the peer closes while transfers run: every call returns (0 or
- * ECONNRESET/ENXIO), a fence wait returns, and later calls fail; no hang.
+ * 10: a transfer works; then the peer closes while transfers run: every
+ * call returns (0 or ECONNRESET/ENXIO), a fence wait returns, and later
+ * calls fail; no hang.
  */
 static int t_peer_close(void) {
     size_t len = 4 << 20;
@@ -516,6 +517,9 @@ static int t_peer_close(void) {
     epd = client_setup(10, &roff);
     CHECK(epd >= 0, "connect");
     CHECK(local_window(epd, 0, len, &buf) == 0, "local window");
+    /* before the server closes, a transfer works */
+    CHECK_OK(scif_readfrom(epd, 0, len, roff, SCIF_RMA_SYNC));
+    CHECK(buf[len - 1] == srv_pat(len - 1), "data before the close");
     CHECK(send_all(epd, &start, 1) == 0, "send the start byte");
     for (i = 0; i < 64; i++) {
         r = scif_readfrom(epd, 0, len, roff, i & 1 ? SCIF_RMA_SYNC : 0);
