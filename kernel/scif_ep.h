@@ -254,6 +254,8 @@ struct page;
 int scif_xprt_rma(struct scif_endpt *ep, struct scif_endpt *peer, int op,
 		  u64 roffset, struct page **pages, unsigned int first_off,
 		  size_t len, u32 flags);
+int scif_xprt_signal(struct scif_endpt *ep, struct scif_endpt *peer,
+		     u64 roffset, u64 val);
 int scif_node_set_lost(u16 id);
 int scif_node_set_online(u16 id);
 int scif_get_nodeids(struct scif_endpt *ep, struct scifioctl_node_ids *ids);

@@ -85,5 +85,11 @@ struct scif_remote_rma *scif_remote_rma_get(struct scif_endpt *ep, u64 off,
 					    struct page ***pages,
 					    unsigned int *first_off);
 void scif_remote_rma_put(struct scif_remote_rma *h);
+/*
+ * The target side of a remote fence signal: write @val at @off (8-aligned)
+ * of @ep's registered address space, checked as a fence signal into a
+ * local window is (ENXIO, EACCES); 0 or -errno.  Process context.
+ */
+int scif_remote_signal(struct scif_endpt *ep, u64 off, u64 val);
 
 #endif /* SCIF_REMOTE_H */

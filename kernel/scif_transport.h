@@ -97,10 +97,22 @@ struct scif_transport_ops {
 	int (*rma)(struct scif_endpt *ep, struct scif_endpt *peer, int op,
 		   u64 roffset, struct page **pages, unsigned int first_off,
 		   size_t len, u32 flags);
+	/*
+	 * Optional.  A remote fence signal across nodes: write @val (8
+	 * bytes) at offset @roffset (8-aligned) of the registered address
+	 * space of the far endpoint @peer stands for, checked there as a
+	 * write.  The caller has waited for the transfers the signal
+	 * follows.  Returns 0 once written; -ENXIO, -EACCES, -ECONNRESET,
+	 * -EINTR, -ENOMEM as rma.  Without it such a signal fails with
+	 * -ENXIO.
+	 */
+	int (*signal)(struct scif_endpt *ep, struct scif_endpt *peer,
+		      u64 roffset, u64 val);
 };
 
 #define SCIF_XPRT_RMA_READ	1
 #define SCIF_XPRT_RMA_WRITE	2
+#define SCIF_XPRT_RMA_SIGNAL	3	/* on the wire only (scif_rdma) */
 
 extern const struct scif_transport_ops scif_loopback_ops;
 

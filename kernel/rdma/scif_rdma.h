@@ -114,14 +114,18 @@
  * 20. It sends RMA_REQ (dst, src = the connection ids, arg = a request id
  *     unique among its outstanding ones, arg2 = the op: 1 the initiator
  *     reads, 2 it writes; payload struct srd_rma_wire: remote offset, MR
- *     address, key, length).  The target checks op, 0 < length <=
+ *     address, key, length; op 3 is a remote fence signal: length 8,
+ *     an 8-aligned offset, the value in the address field, no MR).  The
+ *     target checks op, 0 < length <=
  *     SCIF_RDMA_RMA_MAX, offset + length not wrapping, the connection
  *     live and from that source, at most SCIF_RDMA_RMA_REQS in service
  *     (EBUSY); gathers its endpoint's window pages with the protection
  *     the op needs (scif_remote_rma_get(): references held until done;
  *     ENXIO, EACCES), and in a work item maps them, registers them for
  *     local access only and posts one RDMA WRITE (initiator reads) or
- *     RDMA READ (initiator writes) to the initiator's MR.  Every
+ *     RDMA READ (initiator writes) to the initiator's MR; a signal it
+ *     writes with one 8-byte store after the checks of a local fence
+ *     signal (scif_remote_signal(): ENXIO, EACCES).  Every
  *     RMA_REQ is answered by one RMA_DONE, also when refused at once.
  *     RMA work requests have their own budget of the send queue,
  *     SCIF_RDMA_RMA_SQ (the QP has SCIF_RDMA_SQ + SCIF_RDMA_RMA_SQ).
@@ -444,6 +448,8 @@ void srd_rma_rx_done(struct srd_peer *peer, u64 gen, const struct srd_hdr *h);
 int srd_rma(struct scif_endpt *ep, struct scif_endpt *p, int op, u64 roff,
 	    struct page **pages, unsigned int first_off, size_t len,
 	    u32 flags);
+int srd_signal(struct scif_endpt *ep, struct scif_endpt *p, u64 roff,
+	       u64 val);
 
 static inline bool srd_id_ok(unsigned int id)
 {

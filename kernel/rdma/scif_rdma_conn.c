@@ -595,4 +595,5 @@ const struct scif_transport_ops srd_ops = {
 	.conn_answer = srd_conn_answer,
 	.send_wait = srd_send_wait,
 	.rma = srd_rma,
+	.signal = srd_signal,
 };

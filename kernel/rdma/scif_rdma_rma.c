@@ -273,6 +273,11 @@ static void srd_job_fn(struct work_struct *work)
 	bool rd = j->op == SCIF_XPRT_RMA_READ;
 	int ret;
 
+	if (j->op == SCIF_XPRT_RMA_SIGNAL) {
+		/* the value travels in the iova field (step 20) */
+		ret = scif_remote_signal(j->ep, j->roff, j->iova);
+		goto answer;
+	}
 	h = scif_remote_rma_get(j->ep, j->roff, j->len, !rd, &pages, &off);
 	if (IS_ERR(h)) {
 		ret = PTR_ERR(h);
@@ -325,8 +330,9 @@ void srd_rma_rx_req(struct srd_peer *peer, u64 gen, struct srd_conn *c,
 	struct srd_ka *ka;
 	int status = ECONNRESET;
 
-	if ((op != SCIF_XPRT_RMA_READ && op != SCIF_XPRT_RMA_WRITE) || !len ||
-	    len > SCIF_RDMA_RMA_MAX || !rid) {
+	if ((op != SCIF_XPRT_RMA_READ && op != SCIF_XPRT_RMA_WRITE &&
+	     op != SCIF_XPRT_RMA_SIGNAL) || !len || len > SCIF_RDMA_RMA_MAX ||
+	    !rid || (op == SCIF_XPRT_RMA_SIGNAL && (len != 8 || roff & 7))) {
 		srd_bad_frame(peer, "bad RMA_REQ", sizeof(*h) + sizeof(*w));
 		status = EINVAL;
 		goto answer;
@@ -441,9 +447,12 @@ static void srd_req_unslot(struct srd_ka *ka)
 	wake_up_all(&ka->rma_wq);
 }
 
-/* One request: at most ka->rma_pages pages of ours. */
+/*
+ * One request: at most ka->rma_pages pages of ours; or, for
+ * SCIF_XPRT_RMA_SIGNAL (@pages NULL), 8 bytes of value @off.
+ */
 static int srd_rma_one(struct srd_ka *ka, u64 gen, u32 lid, u32 rid, int op,
-		       u64 roff, struct page **pages, unsigned int off, u32 len)
+		       u64 roff, struct page **pages, u64 off, u32 len)
 {
 	struct srd_peer *peer = ka->peer;
 	bool rd = op == SCIF_XPRT_RMA_READ;
@@ -457,14 +466,16 @@ static int srd_rma_one(struct srd_ka *ka, u64 gen, u32 lid, u32 rid, int op,
 	wait_event(ka->rma_wq, srd_req_slot(ka));
 	if (READ_ONCE(ka->dead))
 		return -ECONNRESET;	/* no slot taken or it does not matter */
-	ret = srd_map(ka, &m, pages, off, len, ka->rma_pages,
-		      rd ? DMA_FROM_DEVICE : DMA_TO_DEVICE);
-	if (!ret)
-		ret = srd_reg(ka, &m, rd ? IB_ACCESS_LOCAL_WRITE |
-						  IB_ACCESS_REMOTE_WRITE :
-					   IB_ACCESS_REMOTE_READ);
-	if (ret)
-		goto out;
+	if (pages) {
+		ret = srd_map(ka, &m, pages, off, len, ka->rma_pages,
+			      rd ? DMA_FROM_DEVICE : DMA_TO_DEVICE);
+		if (!ret)
+			ret = srd_reg(ka, &m, rd ? IB_ACCESS_LOCAL_WRITE |
+							  IB_ACCESS_REMOTE_WRITE :
+						   IB_ACCESS_REMOTE_READ);
+		if (ret)
+			goto out;
+	}
 	ret = xa_alloc_cyclic(&ka->rma_reqs, &req.id, &req, xa_limit_32b,
 			      &ka->rma_next, GFP_KERNEL_ACCOUNT);
 	if (ret < 0)
@@ -478,8 +489,8 @@ static int srd_rma_one(struct srd_ka *ka, u64 gen, u32 lid, u32 rid, int op,
 	h->arg2 = cpu_to_be32(op);
 	w = (struct srd_rma_wire *)(h + 1);
 	w->roff = cpu_to_be64(roff);
-	w->iova = cpu_to_be64(m.mr->iova);
-	w->rkey = cpu_to_be32(m.mr->rkey);
+	w->iova = cpu_to_be64(pages ? m.mr->iova : off);
+	w->rkey = cpu_to_be32(pages ? m.mr->rkey : 0);
 	w->len = cpu_to_be32(len);
 	ret = srd_xmit(peer, gen, tx);
 	if (ret)
@@ -504,31 +515,60 @@ out:
 	return ret;
 }
 
-/* The transport's rma operation (scif_transport.h). */
-int srd_rma(struct scif_endpt *ep, struct scif_endpt *p, int op, u64 roff,
-	    struct page **pages, unsigned int first_off, size_t len,
-	    u32 flags)
+/*
+ * The link and connection ids of proxy @p's live connection, with an
+ * rma_users reference on the link; NULL if there is none.
+ */
+static struct srd_ka *srd_rma_conn(struct scif_endpt *p, u64 *gen, u32 *lid,
+				   u32 *rid)
 {
 	struct srd_peer *peer;
 	struct srd_conn *c;
-	struct srd_ka *ka;
-	u32 lid, rid;
-	size_t done = 0;
-	u64 gen;
-	int ret = 0;
 
 	mutex_lock(&srd_msg_mutex);
 	c = p->xprt;
 	peer = srd_peer_of[p->node->id];
 	if (!c || c->state != SRDC_LIVE || !peer) {
 		mutex_unlock(&srd_msg_mutex);
-		return -ECONNRESET;
+		return NULL;
 	}
-	lid = c->lid;
-	rid = c->rid;
-	gen = c->gen;
+	*lid = c->lid;
+	*rid = c->rid;
+	*gen = c->gen;
 	mutex_unlock(&srd_msg_mutex);
-	ka = srd_rma_use(peer, gen);
+	return srd_rma_use(peer, *gen);
+}
+
+/* The transport's signal operation (scif_transport.h). */
+int srd_signal(struct scif_endpt *ep, struct scif_endpt *p, u64 roff,
+	       u64 val)
+{
+	struct srd_ka *ka;
+	u32 lid, rid;
+	u64 gen;
+	int ret;
+
+	ka = srd_rma_conn(p, &gen, &lid, &rid);
+	if (!ka)
+		return -ECONNRESET;
+	ret = srd_rma_one(ka, gen, lid, rid, SCIF_XPRT_RMA_SIGNAL, roff, NULL,
+			  val, 8);
+	srd_rma_unuse(ka);
+	return ret;
+}
+
+/* The transport's rma operation (scif_transport.h). */
+int srd_rma(struct scif_endpt *ep, struct scif_endpt *p, int op, u64 roff,
+	    struct page **pages, unsigned int first_off, size_t len,
+	    u32 flags)
+{
+	struct srd_ka *ka;
+	u32 lid, rid;
+	size_t done = 0;
+	u64 gen;
+	int ret = 0;
+
+	ka = srd_rma_conn(p, &gen, &lid, &rid);
 	if (!ka)
 		return -ECONNRESET;
 	while (done < len) {

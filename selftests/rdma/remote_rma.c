@@ -34,6 +34,10 @@
 /* each of the server's two windows; together they hold a 16 MiB range */
 #define HALF ((8 << 20) + (64 << 10))
 #define WIN_OFF 0x100000
+/* behaviour 7: the client writes SIG_DATA bytes, then signals SIG_AT */
+#define SIG_DATA (1 << 20)
+#define SIG_AT (2 * HALF - 8)
+#define SIG_VAL 0xabcdef0123456789ULL
 
 /* What the server's windows hold at byte j of [0, 2 * HALF). */
 static uint8_t srv_pat(size_t j) {
@@ -107,7 +111,7 @@ static int client_conn(int k) {
  * close right after the client's first byte (the peer goes away during
  * the client's transfers).
  */
-static int serve_opt(int k, int ro2, int close_early) {
+static int serve_opt(int k, int ro2, int close_early, int sig) {
     uint8_t *buf = aligned_alloc(4096, 2 * HALF), done = 0;
     int64_t off = WIN_OFF, exp[3];
     size_t j, bad = 0, first = 0;
@@ -126,6 +130,18 @@ static int serve_opt(int k, int ro2, int close_early) {
                         SCIF_MAP_FIXED) == WIN_OFF + HALF,
           "register the second window: %s", strerror(errno));
     CHECK(send_all(epd, &off, sizeof(off)) == 0, "send offset");
+    if (sig) {
+        /* the client's remote signal lands after the data it follows */
+        volatile uint64_t *v = (volatile uint64_t *)(buf + SIG_AT);
+
+        for (j = 0; j < 200000 && *v != SIG_VAL; j++)
+            sleep_ms(1);
+        CHECK(*v == SIG_VAL, "no remote signal: %#llx", (unsigned long long)*v);
+        for (j = 0; j < SIG_DATA; j++)
+            CHECK(buf[j] == cli_pat(j), "byte %zu when the signal was seen: %#x", j, buf[j]);
+        for (j = SIG_AT; j < SIG_AT + 8; j++)
+            buf[j] = srv_pat(j);
+    }
     if (close_early) {
         CHECK(recv_all(epd, &done, 1) == 0, "the client's start byte");
         close(epd);
@@ -151,7 +167,7 @@ static int serve_opt(int k, int ro2, int close_early) {
 }
 
 static int serve(int k) {
-    return serve_opt(k, 0, 0);
+    return serve_opt(k, 0, 0, 0);
 }
 
 /* Client: connect for behaviour @k and learn the server's window offset. */
@@ -402,9 +418,10 @@ static int t_fence_mark(void) {
 }
 
 /*
- * 7: fence_signal: a local signal after asynchronous transfers is written
- * after their data; a remote signal is ENXIO (not carried across hosts),
- * without its local half.
+ * 7: fence_signal: a local signal after an asynchronous read is written
+ * after its data; a remote one after an asynchronous write lands after
+ * that write's data (the server watches), its local half too; a remote
+ * signal into a hole is ENXIO, misaligned EINVAL, neither half written.
  */
 static int t_fence_signal(void) {
     volatile uint64_t *w;
@@ -414,7 +431,7 @@ static int t_fence_signal(void) {
     int epd;
 
     if (server_mode)
-        return serve(7);
+        return serve_opt(7, 0, 0, 1);
     epd = client_setup(7, &roff);
     CHECK(epd >= 0, "connect");
     CHECK(local_window(epd, 0, 4096, &sig) == 0, "local signal window");
@@ -429,18 +446,31 @@ static int t_fence_signal(void) {
     CHECK(w[1] == 0x1234, "local signal value %#llx", (unsigned long long)w[1]);
     for (j = 0; j < 1 << 20; j++)
         CHECK(buf[j] == srv_pat(j + 3), "byte %zu when the signal was seen: %#x", j, buf[j]);
-    CHECK_ERR(scif_fence_signal(epd, 0, 0, roff, 0x99, SCIF_FENCE_INIT_SELF | SCIF_SIGNAL_REMOTE),
+    /* buf holds cli_pat(j) again: the server's [0, SIG_DATA) gets it */
+    for (j = 0; j < SIG_DATA; j++)
+        buf[j] = cli_pat(j);
+    CHECK_OK(scif_writeto(epd, 1 << 20, SIG_DATA, roff, 0));
+    CHECK_OK(scif_fence_signal(epd, 24, 0x5678, roff + SIG_AT, SIG_VAL,
+                               SCIF_FENCE_INIT_SELF | SCIF_SIGNAL_LOCAL | SCIF_SIGNAL_REMOTE));
+    for (j = 0; j < 100000 && w[3] != 0x5678; j++)
+        sleep_ms(1);
+    CHECK(w[3] == 0x5678, "local half of the remote signal: %#llx", (unsigned long long)w[3]);
+    CHECK_ERR(scif_fence_signal(epd, 0, 0, roff + 2 * HALF, 0x99,
+                                SCIF_FENCE_INIT_SELF | SCIF_SIGNAL_REMOTE),
               ENXIO);
-    CHECK_ERR(scif_fence_signal(epd, 16, 0x77, roff, 0x99,
+    CHECK_ERR(scif_fence_signal(epd, 16, 0x77, roff + 2 * HALF + 4096, 0x99,
                                 SCIF_FENCE_INIT_PEER | SCIF_SIGNAL_LOCAL | SCIF_SIGNAL_REMOTE),
               ENXIO);
+    CHECK_ERR(scif_fence_signal(epd, 16, 0x77, roff + 4, 0x99,
+                                SCIF_FENCE_INIT_SELF | SCIF_SIGNAL_LOCAL | SCIF_SIGNAL_REMOTE),
+              EINVAL);
     for (j = 0; j < 8; j++)
         CHECK(sig[16 + j] == cli_pat(16 + j), "local value written although the call failed");
     CHECK_OK(scif_unregister(epd, 0, 4096));
     CHECK_OK(scif_unregister(epd, 1 << 20, 1 << 20));
     free(buf);
     free(sig);
-    return client_done(epd);
+    return client_done_exp(epd, 0, SIG_DATA, 0);
 }
 
 /* 8: scif_mmap of the far window: ENXIO (no shared aperture). */
@@ -475,7 +505,7 @@ static int t_errors(void) {
 
     if (server_mode) {
         free(u);
-        return serve_opt(9, 1, 0);
+        return serve_opt(9, 1, 0, 0);
     }
     CHECK(u, "alloc");
     epd = client_setup(9, &roff);
@@ -513,7 +543,7 @@ static int t_peer_close(void) {
     char start = 's';
 
     if (server_mode)
-        return serve_opt(10, 0, 1);
+        return serve_opt(10, 0, 1, 0);
     epd = client_setup(10, &roff);
     CHECK(epd >= 0, "connect");
     CHECK(local_window(epd, 0, len, &buf) == 0, "local window");
@@ -558,7 +588,7 @@ static const struct scif_test tests[] = {
     {"remote_vreadfrom_data", t_vreadfrom, 600},
     {"remote_vwriteto_data", t_vwriteto, 600},
     {"remote_fence_mark_wait_async", t_fence_mark, 300},
-    {"remote_fence_signal_local_after_data_remote_enxio", t_fence_signal, 300},
+    {"remote_fence_signal_after_data", t_fence_signal, 300},
     {"remote_mmap_enxio", t_mmap, 300},
     {"remote_rma_eacces_enxio", t_errors, 300},
     {"remote_rma_peer_close", t_peer_close, 300},
