@@ -250,6 +250,12 @@ void scif_xprt_notify(struct scif_endpt *peer);
 bool scif_xprt_disconnect(struct scif_endpt *ep, struct scif_endpt *peer,
 			  int err);
 int scif_xprt_send_wait(struct scif_endpt *ep, struct scif_endpt *peer);
+struct page;
+int scif_xprt_rma(struct scif_endpt *ep, struct scif_endpt *peer, int op,
+		  u64 roffset, struct page **pages, unsigned int first_off,
+		  size_t len, u32 flags);
+int scif_xprt_signal(struct scif_endpt *ep, struct scif_endpt *peer,
+		     u64 roffset, u64 val);
 int scif_node_set_lost(u16 id);
 int scif_node_set_online(u16 id);
 int scif_get_nodeids(struct scif_endpt *ep, struct scifioctl_node_ids *ids);

@@ -35,7 +35,10 @@
  *     window.  If the watched endpoint (as in step 3) has RMAs in flight,
  *     the writes are queued on its rma->signals with the sequence of its
  *     last issued RMA (at most SCIF_MAX_FENCE_SIGNALS per endpoint);
- *     otherwise they are done at once.
+ *     otherwise they are done at once.  A remote signal to a node on
+ *     another host is synchronous instead (scif_fence_signal_remote()):
+ *     wait as a fence wait does, the transport writes the remote value,
+ *     then the local one is written.
  *
  *  7. When an RMA completes, scif_xfer_done() takes the queued signals
  *     whose sequence is now completed and scif_fence_fire() writes them,
@@ -55,6 +58,8 @@
 #include <linux/wait.h>
 #include <scif_ioctl.h>
 #include "scif_rma_priv.h"
+#include "scif_ep.h"
+#include "scif_remote.h"
 
 /*
  * Fence signals that may wait on the RMAs of one endpoint (both sides'
@@ -159,6 +164,22 @@ long scif_fence_mark_ioctl(struct scif_endpt *ep, void __user *uarg)
 	return 0;
 }
 
+/*
+ * Wait (interruptibly, on @ep's RMA state @rma) until @t completed up to
+ * @seq: 0, -ERESTARTSYS, or the error of @ep's connection ending.
+ */
+static int scif_fence_wait_seq(struct scif_endpt *ep, struct scif_rma_ep *rma,
+			       struct scif_rma_ep *t, u64 seq)
+{
+	if (wait_event_interruptible(rma->fence_wq,
+				     scif_fence_done(t, seq) ||
+				     READ_ONCE(rma->disconnected)))
+		return -ERESTARTSYS;
+	if (!scif_fence_done(t, seq))
+		return scif_ep_conn_state(ep) ?: -ECONNRESET;
+	return 0;
+}
+
 long scif_fence_wait_ioctl(struct scif_endpt *ep, int mark)
 {
 	struct scif_rma_ep *rma = scif_ep_rma(ep), *t;
@@ -184,13 +205,7 @@ long scif_fence_wait_ioctl(struct scif_endpt *ep, int mark)
 	spin_unlock(&t->fence_lock);
 
 	/* Waiting again on the same mark is harmless: restartable. */
-	err = wait_event_interruptible(rma->fence_wq,
-				       scif_fence_done(t, seq) ||
-				       READ_ONCE(rma->disconnected));
-	if (err)
-		err = -ERESTARTSYS;
-	else if (!scif_fence_done(t, seq))
-		err = scif_ep_conn_state(ep) ?: -ECONNRESET;
+	err = scif_fence_wait_seq(ep, rma, t, seq);
 	if (peer)
 		scif_ep_put(peer);
 	return err;
@@ -234,6 +249,74 @@ static int scif_sig_new(struct scif_rma_ep *rma, s64 off, u64 val,
 	return 0;
 }
 
+static void scif_sig_free(struct scif_fence_sig *sig)
+{
+	if (sig) {
+		scif_window_put(sig->win);
+		kfree(sig);
+	}
+}
+
+/*
+ * SCIF_SIGNAL_REMOTE to a node on another host (docs/transport.md): wait
+ * as scif_fence_wait() does for every transfer @t issued so far, then have
+ * the transport write the remote value (the far host checks it as a write
+ * into its window), then the local one.  An error writes neither; an
+ * interrupted wait restarts the call.
+ */
+static int scif_fence_signal_remote(struct scif_endpt *ep,
+				    struct scif_endpt *peer,
+				    struct scif_rma_ep *t,
+				    const struct scifioctl_fence_signal *fs)
+{
+	struct scif_rma_ep *rma = scif_ep_rma(ep);
+	struct scif_fence_sig *lsig = NULL;
+	LIST_HEAD(list);
+	u64 seq;
+	int err;
+
+	if (fs->roff < 0)
+		return -ENXIO;
+	if (fs->flags & SCIF_ABI_SIGNAL_LOCAL) {
+		err = scif_sig_new(rma, fs->loff, fs->lval, &lsig);
+		if (err)
+			return err;
+		list_add_tail(&lsig->link, &list);
+	}
+	spin_lock(&t->fence_lock);
+	seq = t->issued;
+	spin_unlock(&t->fence_lock);
+	err = scif_fence_wait_seq(ep, rma, t, seq);
+	if (!err)
+		err = scif_xprt_signal(ep, peer, fs->roff, fs->rval);
+	if (err) {
+		scif_sig_free(lsig);
+		return err;
+	}
+	scif_fence_fire(&list);
+	return 0;
+}
+
+int scif_remote_signal(struct scif_endpt *ep, u64 off, u64 val)
+{
+	struct scif_rma_ep *rma = scif_ep_rma(ep);
+	struct scif_fence_sig *sig;
+	LIST_HEAD(list);
+	int err;
+
+	if (off & 7)
+		return -EINVAL;
+	if (!rma)
+		return -ENXIO;
+	err = scif_sig_new(rma, off, val, &sig);
+	if (err)
+		return err;
+	list_add_tail(&sig->link, &list);
+	scif_fence_fire(&list);
+	return 0;
+}
+EXPORT_SYMBOL_GPL(scif_remote_signal);
+
 long scif_fence_signal_ioctl(struct scif_endpt *ep, void __user *uarg)
 {
 	struct scifioctl_fence_signal fs;
@@ -267,6 +350,11 @@ long scif_fence_signal_ioctl(struct scif_endpt *ep, void __user *uarg)
 	t = init == SCIF_ABI_FENCE_INIT_PEER ? scif_ep_rma(peer) : rma;
 	if (!t || !scif_ep_rma(peer)) {
 		err = -ECONNRESET;
+		goto out;
+	}
+	if ((fs.flags & SCIF_ABI_SIGNAL_REMOTE) &&
+	    scif_ep_node(peer) >= SCIF_REMOTE_NODE_MIN) {
+		err = scif_fence_signal_remote(ep, peer, t, &fs);
 		goto out;
 	}
 	if (fs.flags & SCIF_ABI_SIGNAL_LOCAL) {
@@ -306,14 +394,8 @@ long scif_fence_signal_ioctl(struct scif_endpt *ep, void __user *uarg)
 	return 0;
 out:
 	/* Set-up failed: drop what was prepared without writing it. */
-	if (lsig) {
-		scif_window_put(lsig->win);
-		kfree(lsig);
-	}
-	if (rsig) {
-		scif_window_put(rsig->win);
-		kfree(rsig);
-	}
+	scif_sig_free(lsig);
+	scif_sig_free(rsig);
 	scif_ep_put(peer);
 	return err;
 }

@@ -162,6 +162,36 @@ int scif_xprt_send_wait(struct scif_endpt *ep, struct scif_endpt *peer)
 			READ_ONCE(ep->state) != SCIFEP_CONNECTED);
 }
 
+int scif_xprt_rma(struct scif_endpt *ep, struct scif_endpt *peer, int op,
+		  u64 roffset, struct page **pages, unsigned int first_off,
+		  size_t len, u32 flags)
+{
+	const struct scif_transport_ops *ops;
+	int idx, ret = -ENXIO;
+
+	idx = srcu_read_lock(&scif_xprt_srcu);
+	ops = READ_ONCE(peer->node->ops);
+	if (ops->rma)
+		ret = ops->rma(ep, peer, op, roffset, pages, first_off, len,
+			       flags);
+	srcu_read_unlock(&scif_xprt_srcu, idx);
+	return ret;
+}
+
+int scif_xprt_signal(struct scif_endpt *ep, struct scif_endpt *peer,
+		     u64 roffset, u64 val)
+{
+	const struct scif_transport_ops *ops;
+	int idx, ret = -ENXIO;
+
+	idx = srcu_read_lock(&scif_xprt_srcu);
+	ops = READ_ONCE(peer->node->ops);
+	if (ops->signal)
+		ret = ops->signal(ep, peer, roffset, val);
+	srcu_read_unlock(&scif_xprt_srcu, idx);
+	return ret;
+}
+
 /* ---- loopback transport ---- */
 
 static int lb_conn_request(struct scif_endpt *ep, u16 dst_node, u16 port)

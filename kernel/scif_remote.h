@@ -65,4 +65,31 @@ void scif_remote_unregister(const struct scif_transport_ops *ops);
 /* The node struct of remote id @id (proxies live on it), or NULL. */
 struct scif_node *scif_remote_node(u16 id);
 
+/*
+ * The target side of an RMA across hosts (docs/transport.md): the pages of
+ * [@off, @off + @len) of the registered address space of local endpoint
+ * @ep (the caller holds a reference), checked against @ep's windows as a
+ * local RMA is: @write needs SCIF_PROT_WRITE, else SCIF_PROT_READ.  On
+ * success returns a handle holding a reference on every window involved
+ * (so the pages stay pinned even if unregistered meanwhile) and stores
+ * the page vector (the range starts at byte *@first_off of (*@pages)[0]).
+ * Errors (ERR_PTR): -ENXIO (a hole, or @ep has no RMA state any more),
+ * -EACCES (protection), -ENOMEM.  Release with scif_remote_rma_put().
+ * Process context.
+ */
+struct scif_remote_rma;
+struct page;
+struct scif_endpt;
+struct scif_remote_rma *scif_remote_rma_get(struct scif_endpt *ep, u64 off,
+					    size_t len, bool write,
+					    struct page ***pages,
+					    unsigned int *first_off);
+void scif_remote_rma_put(struct scif_remote_rma *h);
+/*
+ * The target side of a remote fence signal: write @val at @off (8-aligned)
+ * of @ep's registered address space, checked as a fence signal into a
+ * local window is (ENXIO, EACCES); 0 or -errno.  Process context.
+ */
+int scif_remote_signal(struct scif_endpt *ep, u64 off, u64 val);
+
 #endif /* SCIF_REMOTE_H */

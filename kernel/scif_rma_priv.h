@@ -226,6 +226,8 @@ struct scif_xfer {
 	struct scif_rma_ep *peer_rma;
 	int flags;
 	bool dma;			/* the DMA engine may move the data */
+	int remote_op;			/* across hosts: SCIF_XPRT_RMA_*, or 0 */
+	u64 roffset;			/* ... at this offset of the far side */
 	bool slot;			/* holds one of rma->nqueued */
 	size_t len;
 	struct scif_pgvec src;

@@ -20,6 +20,9 @@
 #include <linux/uaccess.h>
 #include <scif_ioctl.h>
 #include "scif_rma_priv.h"
+#include "scif_ep.h"
+#include "scif_remote.h"
+#include "scif_transport.h"
 
 #define SCIF_RMA_FLAGS	(SCIF_ABI_RMA_USECPU | SCIF_ABI_RMA_USECACHE | \
 			 SCIF_ABI_RMA_SYNC | SCIF_ABI_RMA_ORDERED)
@@ -81,7 +84,8 @@ static void scif_xfer_release_user(struct scif_xfer *x)
 	}
 }
 
-static void scif_xfer_free(struct scif_xfer *x)
+/* Drop the transfer's window references. */
+static void scif_xfer_put_windows(struct scif_xfer *x)
 {
 	unsigned int i;
 
@@ -92,6 +96,11 @@ static void scif_xfer_free(struct scif_xfer *x)
 			scif_window_put(x->wins_ext[i - ARRAY_SIZE(x->wins)]);
 	}
 	kvfree(x->wins_ext);
+}
+
+static void scif_xfer_free(struct scif_xfer *x)
+{
+	scif_xfer_put_windows(x);
 	scif_xfer_release_user(x);
 	if (x->mm)
 		mmdrop(x->mm);
@@ -178,6 +187,16 @@ static int scif_xfer_run(struct scif_xfer *x)
 	bool dma = x->dma;
 	size_t tail = x->len;
 	int err;
+
+	if (x->remote_op) {
+		/* across hosts: the far host moves the data (transport) */
+		struct scif_pgvec *pv = x->remote_op == SCIF_XPRT_RMA_READ ?
+					&x->dst : &x->src;
+
+		return scif_xprt_rma(x->ep, x->peer, x->remote_op, x->roffset,
+				     pv->pages, pv->first_off, x->len,
+				     x->flags);
+	}
 
 	if (x->flags & SCIF_ABI_RMA_ORDERED) {
 		/* Start of the last (partial) cache line of the source. */
@@ -344,7 +363,7 @@ long scif_rma_copy_ioctl(struct scif_endpt *ep, unsigned int cmd,
 	struct scif_endpt *peer;
 	struct scif_xfer *x, xs;
 	int err, n, max;
-	bool async, dma;
+	bool async, dma, remote;
 
 	if (copy_from_user(&c, uarg, sizeof(c)))
 		return -EFAULT;
@@ -353,10 +372,17 @@ long scif_rma_copy_ioctl(struct scif_endpt *ep, unsigned int cmd,
 	err = scif_ep_get_peer(ep, &peer);
 	if (err)
 		return err;
+	/*
+	 * Across hosts the far host moves the data by RDMA (the transport's
+	 * rma operation); USECPU means nothing there.  Without SYNC such a
+	 * transfer is queued like a DMA transfer.
+	 */
+	remote = scif_ep_node(peer) >= SCIF_REMOTE_NODE_MIN;
 	/* Loopback within a node is a CPU copy, as in Intel's driver. */
-	dma = !(c.flags & SCIF_ABI_RMA_USECPU) && c.len >= SCIF_DMA_MIN &&
+	dma = !remote && !(c.flags & SCIF_ABI_RMA_USECPU) &&
+	      c.len >= SCIF_DMA_MIN &&
 	      scif_ep_node(ep) != scif_ep_node(peer) && scif_dma_available();
-	async = dma && !(c.flags & SCIF_ABI_RMA_SYNC);
+	async = (dma || remote) && !(c.flags & SCIF_ABI_RMA_SYNC);
 	/*
 	 * A transfer that completes before the call returns lives on the
 	 * stack: no allocation on the synchronous path (a small v* range uses
@@ -396,7 +422,36 @@ long scif_rma_copy_ioctl(struct scif_endpt *ep, unsigned int cmd,
 		goto fail;
 	}
 
-	switch (cmd) {
+	if (remote) {
+		/* Only the local side here; the far host checks its own. */
+		x->roffset = c.roffset;
+		switch (cmd) {
+		case SCIF_READFROM:
+			x->remote_op = SCIF_XPRT_RMA_READ;
+			err = scif_rma_gather(x->rma, c.loffset, c.len,
+					      SCIF_ABI_PROT_WRITE, x, &x->dst);
+			break;
+		case SCIF_WRITETO:
+			x->remote_op = SCIF_XPRT_RMA_WRITE;
+			err = scif_rma_gather(x->rma, c.loffset, c.len,
+					      SCIF_ABI_PROT_READ, x, &x->src);
+			break;
+		case SCIF_VREADFROM:
+			x->remote_op = SCIF_XPRT_RMA_READ;
+			err = scif_xfer_user(x, c.addr, c.len, true, async,
+					     &x->dst);
+			break;
+		default: /* SCIF_VWRITETO */
+			x->remote_op = SCIF_XPRT_RMA_WRITE;
+			err = scif_xfer_user(x, c.addr, c.len, false, async,
+					     &x->src);
+			break;
+		}
+		/* roffset + len must not wrap (the far side checks it too) */
+		if (!err && (c.roffset + c.len < c.roffset ||
+			     c.roffset + c.len > SCIF_RMA_OFF_LIMIT))
+			err = -ENXIO;
+	} else switch (cmd) {
 	case SCIF_READFROM:
 		err = scif_rma_gather(x->peer_rma, c.roffset, c.len,
 				      SCIF_ABI_PROT_READ, x, &x->src);
@@ -465,6 +520,46 @@ fail:
 	scif_xfer_free(x);
 	return err;
 }
+
+/* ---- the target side of an RMA across hosts (scif_remote.h) ---- */
+
+struct scif_remote_rma *scif_remote_rma_get(struct scif_endpt *ep, u64 off,
+					    size_t len, bool write,
+					    struct page ***pages,
+					    unsigned int *first_off)
+{
+	struct scif_xfer *x;
+	struct scif_pgvec pv;
+	int err;
+
+	x = kzalloc(sizeof(*x), GFP_KERNEL_ACCOUNT);
+	if (!x)
+		return ERR_PTR(-ENOMEM);
+	x->rma = scif_ep_rma(ep);
+	err = x->rma ? scif_rma_gather(x->rma, off, len,
+				       write ? SCIF_ABI_PROT_WRITE :
+					       SCIF_ABI_PROT_READ, x, &pv) :
+		       -ENXIO;
+	if (err) {
+		scif_remote_rma_put((struct scif_remote_rma *)x);
+		return ERR_PTR(err);
+	}
+	*pages = pv.pages;
+	*first_off = pv.first_off;
+	return (struct scif_remote_rma *)x;
+}
+EXPORT_SYMBOL_GPL(scif_remote_rma_get);
+
+/* Drop the window references and the page array of a handle. */
+void scif_remote_rma_put(struct scif_remote_rma *h)
+{
+	struct scif_xfer *x = (struct scif_xfer *)h;
+
+	scif_xfer_put_windows(x);
+	kvfree(x->src_alloc);
+	kfree(x);
+}
+EXPORT_SYMBOL_GPL(scif_remote_rma_put);
 
 int scif_xfer_init(void)
 {

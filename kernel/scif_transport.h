@@ -80,7 +80,39 @@ struct scif_transport_ops {
 	 * Without it, scif_send() waits for room in @peer's ring.
 	 */
 	int (*send_wait)(struct scif_endpt *ep, struct scif_endpt *peer);
+	/*
+	 * Optional.  An RMA across nodes (docs/transport.md "RMA across
+	 * hosts"): move @len bytes between the local pages @pages (the range
+	 * starts at byte @first_off of pages[0]; the caller holds them pinned
+	 * until this returns) and offset @roffset of the registered address
+	 * space of the far endpoint that @peer stands for.  @op is
+	 * SCIF_XPRT_RMA_READ (far window to the local pages) or
+	 * SCIF_XPRT_RMA_WRITE; @flags the call's SCIF_RMA_* flags.  The far
+	 * side checks the range against its own windows.  Returns 0 once
+	 * every byte moved; -ENXIO (no window there), -EACCES (the window's
+	 * protection forbids it), -ECONNRESET (connection or link ended),
+	 * -EINTR (the caller was killed), -ENOMEM.  Without it an RMA to
+	 * @peer's node fails with -ENXIO.
+	 */
+	int (*rma)(struct scif_endpt *ep, struct scif_endpt *peer, int op,
+		   u64 roffset, struct page **pages, unsigned int first_off,
+		   size_t len, u32 flags);
+	/*
+	 * Optional.  A remote fence signal across nodes: write @val (8
+	 * bytes) at offset @roffset (8-aligned) of the registered address
+	 * space of the far endpoint @peer stands for, checked there as a
+	 * write.  The caller has waited for the transfers the signal
+	 * follows.  Returns 0 once written; -ENXIO, -EACCES, -ECONNRESET,
+	 * -EINTR, -ENOMEM as rma.  Without it such a signal fails with
+	 * -ENXIO.
+	 */
+	int (*signal)(struct scif_endpt *ep, struct scif_endpt *peer,
+		      u64 roffset, u64 val);
 };
+
+#define SCIF_XPRT_RMA_READ	1
+#define SCIF_XPRT_RMA_WRITE	2
+#define SCIF_XPRT_RMA_SIGNAL	3	/* on the wire only (scif_rdma) */
 
 extern const struct scif_transport_ops scif_loopback_ops;
 

@@ -102,6 +102,48 @@
  *     ENODEV, queued proxy connectors are withdrawn, blocked calls
  *     return, the proxies are freed.  A new link starts with no
  *     connections.
+ * 19. RMA (scif_rdma_rma.c, docs/transport.md "RMA across hosts") is
+ *     target-driven: the host owning the window does the RDMA, so no key
+ *     of a window leaves its host.  The initiator (the transport's rma
+ *     operation) cuts the range in requests of at most ka->rma_pages
+ *     pages (SCIF_RDMA_RMA_PAGES or what the device registers, minus
+ *     one); for each it waits for one of SCIF_RDMA_RMA_REQS request slots
+ *     of the link, DMA-maps its local pages, registers them in an MR of
+ *     its own (IB_WR_REG_MR; REMOTE_WRITE for a read, REMOTE_READ for a
+ *     write, nothing else) and waits for that to complete.
+ * 20. It sends RMA_REQ (dst, src = the connection ids, arg = a request id
+ *     unique among its outstanding ones, arg2 = the op: 1 the initiator
+ *     reads, 2 it writes; payload struct srd_rma_wire: remote offset, MR
+ *     address, key, length; op 3 is a remote fence signal: length 8,
+ *     an 8-aligned offset, the value in the address field, no MR).  The
+ *     target checks op, 0 < length <=
+ *     SCIF_RDMA_RMA_MAX, offset + length not wrapping, the connection
+ *     live and from that source, at most SCIF_RDMA_RMA_REQS in service
+ *     (EBUSY); gathers its endpoint's window pages with the protection
+ *     the op needs (scif_remote_rma_get(): references held until done;
+ *     ENXIO, EACCES), and in a work item maps them, registers them for
+ *     local access only and posts one RDMA WRITE (initiator reads) or
+ *     RDMA READ (initiator writes) to the initiator's MR; a signal it
+ *     writes with one 8-byte store after the checks of a local fence
+ *     signal (scif_remote_signal(): ENXIO, EACCES).  Every
+ *     RMA_REQ is answered by one RMA_DONE, also when refused at once.
+ *     RMA work requests have their own budget of the send queue,
+ *     SCIF_RDMA_RMA_SQ (the QP has SCIF_RDMA_SQ + SCIF_RDMA_RMA_SQ).
+ * 21. RMA_DONE (dst, src = the ids, arg = the request id, arg2 = 0 or a
+ *     positive errno: ENXIO, EACCES, ENOMEM, EINVAL, EBUSY, ECONNRESET
+ *     (a completion error: the link then resets)) once the RDMA completed
+ *     or failed and the target unmapped its pages and dropped its window
+ *     references.  It is matched by request id and the initiator's
+ *     connection id, not by connection state (the connection may have
+ *     closed meanwhile); unknown ids are counted as in step 10.  The
+ *     initiator then deregisters its MR (which invalidates it) and
+ *     unmaps; any status but ENXIO, EACCES, ENOMEM reads as ECONNRESET.
+ * 22. When a link ends, srd_destroy_link() destroys QP and CQ, then marks
+ *     the link dead: every RMA waiter on either side wakes, deregisters
+ *     and unmaps (the call gets ECONNRESET), and the PD is freed only
+ *     after the last (ka->rma_users).  A killed initiator deregisters its
+ *     MR at once; a target still writing to it gets a remote access
+ *     error, which resets the link.
  *
  * Locking: srd_cfg_mutex protects srd_self and srd_peers (the list and
  * each peer's id/address/port); it is never held while destroying a
@@ -124,7 +166,11 @@
  * (ep->lock, the endpoint mutexes via scif_ep_put()) may be taken under
  * srd_msg_mutex; the core calls the transport operations with no
  * spinlock held.
- * Order: srd_cfg_mutex, srd_msg_mutex, a peer's mutex.
+ * RMA (steps 19-22): a link's RMA counters and request slots are under
+ * the peer's mutex, its request table under the table's xa_lock (taken
+ * inside the peer's mutex by the RMA_DONE handler); RMA waiters sleep on
+ * ka->rma_wq with no lock held.
+ * Order: srd_cfg_mutex, srd_msg_mutex, a peer's mutex, xa_lock.
  */
 
 #ifndef SCIF_RDMA_H
@@ -177,6 +223,10 @@
 #define SCIF_RDMA_OUTBOX	(1024 * 1024) /* DATA bytes queued per link */
 #define SCIF_RDMA_RING_MAX	(4U << 20)   /* largest receive ring */
 #define SCIF_RDMA_MAX_CONNS	16384	/* connections per link */
+#define SCIF_RDMA_RMA_SQ	16	/* RMA work requests posted per link */
+#define SCIF_RDMA_RMA_PAGES	256	/* pages one RMA request covers, most */
+#define SCIF_RDMA_RMA_MAX	(SCIF_RDMA_RMA_PAGES * PAGE_SIZE) /* bytes */
+#define SCIF_RDMA_RMA_REQS	16	/* RMA requests outstanding per link */
 
 struct scif_rdma_hello {
 	__be32 magic;
@@ -212,8 +262,18 @@ enum {
 	SRD_F_DATA,
 	SRD_F_CREDIT,
 	SRD_F_CLOSE,
-	SRD_F_MAX = SRD_F_CLOSE,
+	SRD_F_RMA_REQ,
+	SRD_F_RMA_DONE,
+	SRD_F_MAX = SRD_F_RMA_DONE,
 };
+
+/* The payload of an RMA_REQ (step 20; arg = request id, arg2 = op). */
+struct srd_rma_wire {
+	__be64 roff;		/* offset in the target's registered space */
+	__be64 iova;		/* the initiator's MR: address, */
+	__be32 rkey;		/* key */
+	__be32 len;		/* and bytes (1..SCIF_RDMA_RMA_MAX) */
+} __packed;
 
 #define SRD_PAYLOAD_MAX	(SCIF_RDMA_BUF - sizeof(struct srd_hdr))
 
@@ -264,6 +324,27 @@ struct srd_ka {
 	unsigned int rx_unrep;		/* our reposted receives, unreported */
 	bool ping_busy;			/* a PING queued or posted */
 	unsigned long last_rx;		/* jiffies of the last valid frame */
+
+	/*
+	 * RMA (scif_rdma_rma.c, steps 19-22).  rma_users counts the threads
+	 * and work items using this link's PD or device for an RMA;
+	 * srd_destroy_link() sets dead once the QP and CQ are gone (no RDMA
+	 * touches memory, no completion runs), wakes rma_wq and waits for
+	 * rma_users to drop to zero before freeing this and the PD.
+	 * rma_busy (RMA WRs posted) and rma_nreq (our requests outstanding)
+	 * are under peer->lock; rma_reqs (our requests by id) under its
+	 * xa_lock; rma_jobs (the peer's requests being served) atomic.
+	 */
+	struct ib_pd *pd;
+	unsigned int rma_pages;		/* pages per MR, 0: no RMA */
+	wait_queue_head_t rma_wq;
+	atomic_t rma_users;
+	bool dead;
+	unsigned int rma_busy;
+	unsigned int rma_nreq;
+	struct xarray rma_reqs;
+	u32 rma_next;
+	atomic_t rma_jobs;
 };
 
 enum srd_state { SRD_DOWN, SRD_CONNECTING, SRD_UP };
@@ -360,6 +441,21 @@ extern const struct scif_transport_ops srd_ops;
 void srd_msg_recv(struct srd_peer *peer, u64 gen, const struct srd_hdr *h,
 		  const u8 *payload, u32 len);
 void srd_msg_link_down(struct srd_peer *peer, u64 gen, bool all);
+struct scif_endpt *srd_proxy_peer(struct scif_endpt *p);
+
+/* scif_rdma_rma.c: RMA across hosts (steps 19-22) */
+struct srd_conn;
+extern struct workqueue_struct *srd_rma_wq;
+void srd_rma_ka_init(struct srd_ka *ka, struct ib_pd *pd);
+void srd_rma_link_dead(struct srd_ka *ka);
+void srd_rma_rx_req(struct srd_peer *peer, u64 gen, struct srd_conn *c,
+		    const struct srd_hdr *h, const u8 *payload);
+void srd_rma_rx_done(struct srd_peer *peer, u64 gen, const struct srd_hdr *h);
+int srd_rma(struct scif_endpt *ep, struct scif_endpt *p, int op, u64 roff,
+	    struct page **pages, unsigned int first_off, size_t len,
+	    u32 flags);
+int srd_signal(struct scif_endpt *ep, struct scif_endpt *p, u64 roff,
+	       u64 val);
 
 static inline bool srd_id_ok(unsigned int id)
 {

@@ -64,7 +64,7 @@ static void srd_conn_end(struct srd_peer *peer, struct srd_conn *c, int err)
 }
 
 /* The local endpoint the proxy @p is connected to, counted, or NULL. */
-static struct scif_endpt *srd_proxy_peer(struct scif_endpt *p)
+struct scif_endpt *srd_proxy_peer(struct scif_endpt *p)
 {
 	struct scif_endpt *ep;
 
@@ -251,7 +251,19 @@ void srd_msg_recv(struct srd_peer *peer, u64 gen,
 		srd_rx_conn_req(peer, gen, h);
 		goto out;
 	}
+	if (h->type == SRD_F_RMA_DONE) {
+		/* matched by request id: it may outlive its connection */
+		srd_rma_rx_done(peer, gen, h);
+		goto out;
+	}
 	c = dst ? xa_load(&peer->conns, dst) : NULL;
+	if (h->type == SRD_F_RMA_REQ) {
+		/* every request is answered (step 20) */
+		srd_rma_rx_req(peer, gen,
+			       c && c->gen == gen && c->rid == src &&
+			       c->state == SRDC_LIVE ? c : NULL, h, payload);
+		goto out;
+	}
 	if (!c || c->gen != gen) {
 		srd_bad_frame(peer, "unknown connection", len);
 		goto out;
@@ -582,4 +594,6 @@ const struct scif_transport_ops srd_ops = {
 	.disconnect = srd_disconnect,
 	.conn_answer = srd_conn_answer,
 	.send_wait = srd_send_wait,
+	.rma = srd_rma,
+	.signal = srd_signal,
 };

@@ -45,6 +45,7 @@ void srd_ka_free(struct srd_ka *ka)
 		srd_tx_free(ka, tx);
 	list_for_each_entry_safe(tx, tmp, &ka->posted, link)
 		srd_tx_free(ka, tx);
+	xa_destroy(&ka->rma_reqs);
 	kfree(ka);
 }
 
@@ -246,8 +247,12 @@ static const char *srd_hdr_check(struct srd_ka *ka, const struct srd_hdr *h,
 	len = be32_to_cpu(h->len);
 	if (len != blen - sizeof(*h))
 		return "bad length";
-	if (len && h->type != SRD_F_DATA)
+	if (h->type == SRD_F_RMA_REQ) {
+		if (len != sizeof(struct srd_rma_wire))
+			return "bad RMA_REQ length";
+	} else if (len && h->type != SRD_F_DATA) {
 		return "payload on a control frame";
+	}
 	if (h->type == SRD_F_DATA && !len)
 		return "empty DATA";
 	if (be16_to_cpu(h->lcredits) > SCIF_RDMA_NRECV - ka->tx_credits)
@@ -356,6 +361,7 @@ int srd_ka_create(struct srd_peer *peer, struct rdma_cm_id *id)
 	INIT_LIST_HEAD(&ka->outbox);
 	INIT_LIST_HEAD(&ka->posted);
 	ka->tx_credits = SCIF_RDMA_NRECV;
+	srd_rma_ka_init(ka, peer->res.pd);
 	peer->res.ka = ka;
 	peer->gen++;
 	for (i = 0; !ret && i < SCIF_RDMA_NRECV; i++)

@@ -29,6 +29,13 @@ static const char *const srd_state_name[] = {
 
 /* ---- link resources ---- */
 
+/* RDMA READs in flight per QP, each way: the device's limit, at most 4. */
+static u8 srd_rd_atom(struct ib_device *dev)
+{
+	return min3(dev->attrs.max_qp_rd_atom, dev->attrs.max_qp_init_rd_atom,
+		    4);
+}
+
 /* Called with peer->lock held, on the link's cm_id. */
 static int srd_create_qp(struct srd_peer *peer, struct rdma_cm_id *id)
 {
@@ -42,7 +49,8 @@ static int srd_create_qp(struct srd_peer *peer, struct rdma_cm_id *id)
 		return ret;
 	}
 	peer->res.cq = ib_alloc_cq(id->device, peer,
-				   SCIF_RDMA_SQ + SCIF_RDMA_NRECV, 0,
+				   SCIF_RDMA_SQ + SCIF_RDMA_RMA_SQ +
+				   SCIF_RDMA_NRECV, 0,
 				   IB_POLL_WORKQUEUE);
 	if (IS_ERR(peer->res.cq)) {
 		ret = PTR_ERR(peer->res.cq);
@@ -51,7 +59,8 @@ static int srd_create_qp(struct srd_peer *peer, struct rdma_cm_id *id)
 	}
 	attr.send_cq = peer->res.cq;
 	attr.recv_cq = peer->res.cq;
-	attr.cap.max_send_wr = SCIF_RDMA_SQ;
+	/* frames, and RMA's registrations and RDMA operations (step 19) */
+	attr.cap.max_send_wr = SCIF_RDMA_SQ + SCIF_RDMA_RMA_SQ;
 	attr.cap.max_recv_wr = SCIF_RDMA_NRECV;
 	attr.cap.max_send_sge = 1;
 	attr.cap.max_recv_sge = 1;
@@ -82,6 +91,8 @@ void srd_destroy_link(struct srd_link *res)
 		rdma_destroy_qp(res->cm_id);
 	if (res->cq)
 		ib_free_cq(res->cq);	/* waits for its completion work */
+	/* no RDMA touches memory any more: RMA users end (step 22) */
+	srd_rma_link_dead(res->ka);
 	srd_ka_free(res->ka);
 	if (res->pd)
 		ib_dealloc_pd(res->pd);
@@ -165,6 +176,9 @@ static int srd_peer_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		param.private_data_len = sizeof(hello);
 		param.retry_count = 7;
 		param.rnr_retry_count = 7;
+		/* RMA: the target RDMA-READs from the initiator (step 20) */
+		param.responder_resources = srd_rd_atom(id->device);
+		param.initiator_depth = param.responder_resources;
 		ret = rdma_connect_locked(id, &param);
 		if (ret)
 			srd_link_fail(peer, "connect", ret);
@@ -273,6 +287,9 @@ static int srd_conn_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		param.private_data_len = sizeof(hello);
 		param.retry_count = 7;
 		param.rnr_retry_count = 7;
+		/* RMA: the target RDMA-READs from the initiator (step 20) */
+		param.responder_resources = srd_rd_atom(id->device);
+		param.initiator_depth = param.responder_resources;
 		ret = rdma_accept(id, &param);
 	}
 	if (ret) {
@@ -760,6 +777,11 @@ static int __init scif_rdma_init(void)
 	srd_wq = alloc_workqueue("scif_rdma", WQ_UNBOUND, 0);
 	if (!srd_wq)
 		return -ENOMEM;
+	srd_rma_wq = alloc_workqueue("scif_rdma_rma", WQ_UNBOUND, 0);
+	if (!srd_rma_wq) {
+		destroy_workqueue(srd_wq);
+		return -ENOMEM;
+	}
 	ret = scif_remote_register(&srd_ops);
 	if (ret)
 		goto out_wq;
@@ -780,6 +802,7 @@ out_kobj:
 out_reg:
 	scif_remote_unregister(&srd_ops);
 out_wq:
+	destroy_workqueue(srd_rma_wq);
 	destroy_workqueue(srd_wq);
 	return ret;
 }
@@ -813,6 +836,7 @@ static void __exit scif_rdma_exit(void)
 	}
 	/* every connection has ended with its peer */
 	scif_remote_unregister(&srd_ops);
+	destroy_workqueue(srd_rma_wq);	/* empty: every link ended */
 	destroy_workqueue(srd_wq);
 	pr_info("scif_rdma: unloaded\n");
 }

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # Helpers of the two-host tests (tools/vm/rdma-pair.test,
-# tools/vm/rdma-msg.test and tools/vm/rdma-hostile.test, run by the top-level make check), included
+# tools/vm/rdma-msg.test, tools/vm/rdma-rma.test and
+# tools/vm/rdma-hostile.test, run by the top-level make check), included
 # by selftests/Makefile.am.  Not an area of run-suite: nothing here is
 # named *_test.
 
@@ -14,6 +15,12 @@ rdma_scif_nodes_LDADD = $(top_builddir)/lib/libscif.la
 noinst_PROGRAMS += rdma/remote_msg
 rdma_remote_msg_SOURCES = rdma/remote_msg.c
 rdma_remote_msg_LDADD = $(SELFTEST_LDADD)
+
+# RMA, fences and scif_mmap across hosts: client and server halves
+# (tools/vm/rdma-rma.test).
+noinst_PROGRAMS += rdma/remote_rma
+rdma_remote_rma_SOURCES = rdma/remote_rma.c
+rdma_remote_rma_LDADD = $(SELFTEST_LDADD)
 
 # A hostile rdma_cm client: crafted HELLOs at a scif_rdma listener
 # (tools/vm/rdma-hostile.test); only with librdmacm-dev.

@@ -1,0 +1,592 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * scif_rdma: RMA across hosts (scif_rdma.h steps 19-22).
+ *
+ * Target-driven: the host that owns a window does the RDMA, so no key of
+ * a window ever leaves its host and every access is checked against the
+ * owner's own windows by scif.ko (scif_remote_rma_get()).  The initiator
+ * registers only its own local pages for the one request in flight (a
+ * fast-registration MR, remote access limited to what the operation
+ * needs) and deregisters it once the target answered.
+ */
+
+#include <linux/scatterlist.h>
+#include <linux/sched/signal.h>
+
+#include "scif_rdma.h"
+
+struct workqueue_struct *srd_rma_wq;
+
+/*
+ * Work requests of one RMA step on the link's send queue: pending counts
+ * those posted and not completed (peer->lock); status is the first
+ * completion error.
+ */
+struct srd_rwr {
+	struct ib_cqe cqe;
+	struct srd_ka *ka;
+	unsigned int pending;
+	int status;
+};
+
+/* Local pages DMA-mapped and described by a fast-registration MR. */
+struct srd_map {
+	struct sg_table sgt;
+	int nents;
+	bool sgt_alloc;
+	enum dma_data_direction dir;
+	struct ib_mr *mr;
+};
+
+/* One request of ours waiting for its RMA_DONE (in ka->rma_reqs). */
+struct srd_req {
+	u32 id;
+	u32 lid;			/* our connection id */
+	bool done;
+	int status;			/* positive errno from the target */
+};
+
+/* One request of the peer's being served (a work item on srd_rma_wq). */
+struct srd_job {
+	struct work_struct work;
+	struct srd_peer *peer;
+	struct srd_ka *ka;		/* an rma_users reference */
+	u64 gen;
+	u32 lid, rid, id;
+	int op;				/* SCIF_XPRT_RMA_*: the initiator's */
+	u64 roff, iova;
+	u32 rkey, len;
+	struct scif_endpt *ep;		/* our endpoint, counted, or NULL */
+	int status;			/* positive errno, decided at receive */
+};
+
+void srd_rma_ka_init(struct srd_ka *ka, struct ib_pd *pd)
+{
+	u32 max = ka->dev->attrs.max_fast_reg_page_list_len;
+
+	ka->pd = pd;
+	/* the target's range may straddle one more page than ours */
+	ka->rma_pages = max > 1 ? min_t(u32, max - 1, SCIF_RDMA_RMA_PAGES) : 0;
+	init_waitqueue_head(&ka->rma_wq);
+	atomic_set(&ka->rma_users, 0);
+	atomic_set(&ka->rma_jobs, 0);
+	xa_init_flags(&ka->rma_reqs, XA_FLAGS_ALLOC1);
+}
+
+/*
+ * The link of @ka is destroyed up to its CQ (srd_destroy_link()): no RDMA
+ * touches memory and no completion handler runs any more.  Wake every RMA
+ * user and wait until they have released their MRs and mappings (they
+ * return at once on dead), so that the PD and device may go.
+ */
+void srd_rma_link_dead(struct srd_ka *ka)
+{
+	if (!ka)
+		return;
+	WRITE_ONCE(ka->dead, true);
+	wake_up_all(&ka->rma_wq);
+	wait_event(ka->rma_wq, !atomic_read(&ka->rma_users));
+}
+
+/* Take an rma_users reference on @peer's link of generation @gen. */
+static struct srd_ka *srd_rma_use(struct srd_peer *peer, u64 gen)
+{
+	struct srd_ka *ka;
+
+	mutex_lock(&peer->lock);
+	ka = peer->res.ka;
+	if (!ka || peer->gen != gen || peer->state != SRD_UP || peer->removed ||
+	    READ_ONCE(ka->dead) || !ka->rma_pages)
+		ka = NULL;
+	else
+		atomic_inc(&ka->rma_users);
+	mutex_unlock(&peer->lock);
+	return ka;
+}
+
+static void srd_rma_unuse(struct srd_ka *ka)
+{
+	if (atomic_dec_and_test(&ka->rma_users))
+		wake_up_all(&ka->rma_wq);
+}
+
+/* A registration or RDMA operation completed (CQ work). */
+static void srd_rwr_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct srd_rwr *r = container_of(wc->wr_cqe, struct srd_rwr, cqe);
+	struct srd_ka *ka = r->ka;
+	struct srd_peer *peer = ka->peer;
+
+	mutex_lock(&peer->lock);
+	ka->rma_busy--;
+	r->pending--;
+	if (wc->status != IB_WC_SUCCESS) {
+		if (!r->status)
+			r->status = wc->status;
+		if (peer->res.ka == ka && peer->state != SRD_DOWN)
+			srd_link_fail(peer, "RDMA", wc->status);
+	}
+	wake_up_all(&ka->rma_wq);
+	mutex_unlock(&peer->lock);
+}
+
+static bool srd_rwr_idle(struct srd_rwr *r)
+{
+	return !READ_ONCE(r->pending) || READ_ONCE(r->ka->dead);
+}
+
+/*
+ * Post @wr (signalled, one WR) on @ka's live link within the RMA budget of
+ * the send queue (SCIF_RDMA_RMA_SQ; frames have their own SCIF_RDMA_SQ),
+ * waiting for room.  -ECONNRESET if the link is gone.
+ */
+static int srd_rwr_post(struct srd_rwr *r, struct ib_send_wr *wr)
+{
+	struct srd_ka *ka = r->ka;
+	struct srd_peer *peer = ka->peer;
+	int ret;
+
+	for (;;) {
+		mutex_lock(&peer->lock);
+		if (READ_ONCE(ka->dead) || peer->res.ka != ka ||
+		    peer->state != SRD_UP) {
+			mutex_unlock(&peer->lock);
+			return -ECONNRESET;
+		}
+		if (ka->rma_busy < SCIF_RDMA_RMA_SQ)
+			break;
+		mutex_unlock(&peer->lock);
+		wait_event(ka->rma_wq, READ_ONCE(ka->rma_busy) <
+					       SCIF_RDMA_RMA_SQ ||
+				       READ_ONCE(ka->dead));
+	}
+	r->cqe.done = srd_rwr_done;
+	wr->wr_cqe = &r->cqe;
+	wr->send_flags = IB_SEND_SIGNALED;
+	wr->next = NULL;
+	ret = ib_post_send(peer->res.cm_id->qp, wr, NULL);
+	if (ret) {
+		srd_link_fail(peer, "post RDMA", ret);
+	} else {
+		ka->rma_busy++;
+		r->pending++;
+	}
+	mutex_unlock(&peer->lock);
+	return ret ? -ECONNRESET : 0;
+}
+
+/* Wait until every WR of @r completed or the link is dead. */
+static void srd_rwr_wait(struct srd_rwr *r)
+{
+	wait_event(r->ka->rma_wq, srd_rwr_idle(r));
+}
+
+static void srd_unmap(struct srd_ka *ka, struct srd_map *m)
+{
+	if (m->mr)
+		ib_dereg_mr(m->mr);	/* invalidates it */
+	if (m->nents)
+		ib_dma_unmap_sg(ka->dev, m->sgt.sgl, m->sgt.orig_nents, m->dir);
+	if (m->sgt_alloc)
+		sg_free_table(&m->sgt);
+}
+
+/*
+ * DMA-map @len bytes of @pages from byte @off of pages[0] and describe
+ * them by a new MR of @ka's PD (not registered yet).
+ */
+static int srd_map(struct srd_ka *ka, struct srd_map *m, struct page **pages,
+		   unsigned int off, u32 len, unsigned int maxpg,
+		   enum dma_data_direction dir)
+{
+	unsigned int npages = DIV_ROUND_UP(off + len, PAGE_SIZE);
+	struct ib_mr *mr;
+	int ret, n;
+
+	if (npages > maxpg)
+		return -EINVAL;
+	m->dir = dir;
+	ret = sg_alloc_table_from_pages(&m->sgt, pages, npages, off, len,
+					GFP_KERNEL_ACCOUNT);
+	if (ret)
+		return ret;
+	m->sgt_alloc = true;
+	n = ib_dma_map_sg(ka->dev, m->sgt.sgl, m->sgt.orig_nents, dir);
+	if (n <= 0)
+		return -ENOMEM;
+	m->nents = n;
+	mr = ib_alloc_mr(ka->pd, IB_MR_TYPE_MEM_REG, maxpg);
+	if (IS_ERR(mr))
+		return PTR_ERR(mr);
+	m->mr = mr;
+	if (ib_map_mr_sg(mr, m->sgt.sgl, n, NULL, PAGE_SIZE) != n)
+		return -EINVAL;
+	return 0;
+}
+
+/* Register @m's MR with @access (a REG_MR WR) and wait for it. */
+static int srd_reg(struct srd_ka *ka, struct srd_map *m, int access)
+{
+	struct srd_rwr r = { .ka = ka };
+	struct ib_reg_wr wr = {
+		.wr.opcode = IB_WR_REG_MR,
+		.mr = m->mr,
+		.key = m->mr->rkey,
+		.access = access,
+	};
+	int ret;
+
+	ret = srd_rwr_post(&r, &wr.wr);
+	srd_rwr_wait(&r);
+	if (!ret && (r.status || READ_ONCE(ka->dead)))
+		ret = -ECONNRESET;
+	return ret;
+}
+
+/* ---- target: the peer's requests (step 20) ---- */
+
+static void srd_rma_answer(struct srd_peer *peer, u64 gen, u32 rid, u32 lid,
+			   u32 id, int status)
+{
+	struct srd_tx *tx = srd_tx_alloc(SRD_F_RMA_DONE, rid, lid, 0);
+	struct srd_hdr *h;
+
+	if (!tx)
+		return;	/* the initiator waits until the link ends */
+	h = (struct srd_hdr *)tx->buf;
+	h->arg = cpu_to_be32(id);
+	h->arg2 = cpu_to_be32(status);
+	srd_xmit(peer, gen, tx);
+}
+
+static void srd_job_fn(struct work_struct *work)
+{
+	struct srd_job *j = container_of(work, struct srd_job, work);
+	struct srd_ka *ka = j->ka;
+	struct srd_rwr r = { .ka = ka };
+	struct srd_map m = {};
+	struct scif_remote_rma *h;
+	struct page **pages;
+	unsigned int off;
+	struct ib_sge sge;
+	struct ib_rdma_wr wr = {};
+	bool rd = j->op == SCIF_XPRT_RMA_READ;
+	int ret;
+
+	if (j->op == SCIF_XPRT_RMA_SIGNAL) {
+		/* the value travels in the iova field (step 20) */
+		ret = scif_remote_signal(j->ep, j->roff, j->iova);
+		goto answer;
+	}
+	h = scif_remote_rma_get(j->ep, j->roff, j->len, !rd, &pages, &off);
+	if (IS_ERR(h)) {
+		ret = PTR_ERR(h);
+		goto answer;
+	}
+	/* initiator reads: we RDMA WRITE from our pages; writes: RDMA READ */
+	ret = srd_map(ka, &m, pages, off, j->len, ka->rma_pages + 1,
+		      rd ? DMA_TO_DEVICE : DMA_FROM_DEVICE);
+	if (!ret)
+		ret = srd_reg(ka, &m, rd ? 0 : IB_ACCESS_LOCAL_WRITE);
+	if (!ret) {
+		sge.addr = m.mr->iova;
+		sge.length = j->len;
+		sge.lkey = m.mr->lkey;
+		wr.wr.opcode = rd ? IB_WR_RDMA_WRITE : IB_WR_RDMA_READ;
+		wr.wr.sg_list = &sge;
+		wr.wr.num_sge = 1;
+		wr.remote_addr = j->iova;
+		wr.rkey = j->rkey;
+		ret = srd_rwr_post(&r, &wr.wr);
+		srd_rwr_wait(&r);
+		if (!ret && (r.status || READ_ONCE(ka->dead)))
+			ret = -ECONNRESET;
+	}
+	srd_unmap(ka, &m);
+	scif_remote_rma_put(h);
+answer:
+	if (ret != -ENXIO && ret != -EACCES && ret != -ENOMEM)
+		ret = ret ? -ECONNRESET : 0;
+	atomic_dec(&ka->rma_jobs);
+	srd_rma_answer(j->peer, j->gen, j->rid, j->lid, j->id, -ret);
+	scif_ep_put(j->ep);
+	srd_rma_unuse(ka);
+	kfree(j);
+}
+
+/*
+ * RMA_REQ from the peer on connection @c (NULL if it is not live): check
+ * every field, then serve it in a work item; anything else is answered
+ * at once.  srd_msg_mutex held (CQ work).
+ */
+void srd_rma_rx_req(struct srd_peer *peer, u64 gen, struct srd_conn *c,
+		    const struct srd_hdr *h, const u8 *payload)
+{
+	const struct srd_rma_wire *w = (const struct srd_rma_wire *)payload;
+	u32 rid = be32_to_cpu(h->src), id = be32_to_cpu(h->arg);
+	u32 op = be32_to_cpu(h->arg2), len = be32_to_cpu(w->len);
+	u64 roff = be64_to_cpu(w->roff), end;
+	struct srd_job *j;
+	struct srd_ka *ka;
+	int status = ECONNRESET;
+
+	if ((op != SCIF_XPRT_RMA_READ && op != SCIF_XPRT_RMA_WRITE &&
+	     op != SCIF_XPRT_RMA_SIGNAL) || !len || len > SCIF_RDMA_RMA_MAX ||
+	    !rid || (op == SCIF_XPRT_RMA_SIGNAL && (len != 8 || roff & 7))) {
+		srd_bad_frame(peer, "bad RMA_REQ", sizeof(*h) + sizeof(*w));
+		status = EINVAL;
+		goto answer;
+	}
+	if (check_add_overflow(roff, (u64)len, &end) || (s64)end < 0) {
+		status = ENXIO;
+		goto answer;
+	}
+	if (!c)
+		goto answer;
+	ka = srd_rma_use(peer, gen);
+	if (!ka)
+		return;	/* the link ended: so does the request */
+	/* an honest peer has at most SCIF_RDMA_RMA_REQS outstanding */
+	if (atomic_inc_return(&ka->rma_jobs) > SCIF_RDMA_RMA_REQS) {
+		status = EBUSY;
+		goto drop;
+	}
+	j = kzalloc(sizeof(*j), GFP_KERNEL_ACCOUNT);
+	if (!j) {
+		status = ENOMEM;
+		goto drop;
+	}
+	j->ep = srd_proxy_peer(c->proxy);
+	if (!j->ep) {
+		kfree(j);
+		goto drop;
+	}
+	INIT_WORK(&j->work, srd_job_fn);
+	j->peer = peer;
+	j->ka = ka;
+	j->gen = gen;
+	j->lid = c->lid;
+	j->rid = rid;
+	j->id = id;
+	j->op = op;
+	j->roff = roff;
+	j->iova = be64_to_cpu(w->iova);
+	j->rkey = be32_to_cpu(w->rkey);
+	j->len = len;
+	queue_work(srd_rma_wq, &j->work);
+	return;
+drop:
+	atomic_dec(&ka->rma_jobs);
+	srd_rma_unuse(ka);
+answer:
+	srd_rma_answer(peer, gen, rid, c ? c->lid : 0, id, status);
+}
+
+/* RMA_DONE (step 21): the answer to one of our requests. */
+void srd_rma_rx_done(struct srd_peer *peer, u64 gen, const struct srd_hdr *h)
+{
+	u32 id = be32_to_cpu(h->arg), status = be32_to_cpu(h->arg2);
+	u32 dst = be32_to_cpu(h->dst);
+	struct srd_req *req = NULL;
+	struct srd_ka *ka;
+
+	mutex_lock(&peer->lock);
+	ka = peer->res.ka;
+	if (ka && peer->gen == gen) {
+		xa_lock(&ka->rma_reqs);
+		req = xa_load(&ka->rma_reqs, id);
+		if (req && req->lid == dst && !req->done) {
+			req->status = status;
+			WRITE_ONCE(req->done, true);
+			wake_up_all(&ka->rma_wq);
+		} else {
+			req = NULL;
+		}
+		xa_unlock(&ka->rma_reqs);
+	}
+	mutex_unlock(&peer->lock);
+	if (!req)
+		srd_bad_frame(peer, "unexpected RMA_DONE", sizeof(*h));
+}
+
+/* ---- initiator (step 19, 21) ---- */
+
+/* The errno an initiator reports for a target's status. */
+static int srd_rma_errno(u32 status)
+{
+	switch (status) {
+	case 0:
+		return 0;
+	case ENXIO:
+	case EACCES:
+	case ENOMEM:
+		return -status;
+	default:
+		return -ECONNRESET;
+	}
+}
+
+static bool srd_req_slot(struct srd_ka *ka)
+{
+	struct srd_peer *peer = ka->peer;
+	bool ok;
+
+	mutex_lock(&peer->lock);
+	ok = ka->rma_nreq < SCIF_RDMA_RMA_REQS;
+	if (ok)
+		ka->rma_nreq++;
+	mutex_unlock(&peer->lock);
+	return ok || READ_ONCE(ka->dead);
+}
+
+static void srd_req_unslot(struct srd_ka *ka)
+{
+	mutex_lock(&ka->peer->lock);
+	ka->rma_nreq--;
+	mutex_unlock(&ka->peer->lock);
+	wake_up_all(&ka->rma_wq);
+}
+
+/*
+ * One request: at most ka->rma_pages pages of ours; or, for
+ * SCIF_XPRT_RMA_SIGNAL (@pages NULL), 8 bytes of value @off.
+ */
+static int srd_rma_one(struct srd_ka *ka, u64 gen, u32 lid, u32 rid, int op,
+		       u64 roff, struct page **pages, u64 off, u32 len)
+{
+	struct srd_peer *peer = ka->peer;
+	bool rd = op == SCIF_XPRT_RMA_READ;
+	struct srd_req req = { .lid = lid };
+	struct srd_rma_wire *w;
+	struct srd_map m = {};
+	struct srd_tx *tx;
+	struct srd_hdr *h;
+	int ret;
+
+	wait_event(ka->rma_wq, srd_req_slot(ka));
+	if (READ_ONCE(ka->dead))
+		return -ECONNRESET;	/* no slot taken or it does not matter */
+	if (pages) {
+		ret = srd_map(ka, &m, pages, off, len, ka->rma_pages,
+			      rd ? DMA_FROM_DEVICE : DMA_TO_DEVICE);
+		if (!ret)
+			ret = srd_reg(ka, &m, rd ? IB_ACCESS_LOCAL_WRITE |
+							  IB_ACCESS_REMOTE_WRITE :
+						   IB_ACCESS_REMOTE_READ);
+		if (ret)
+			goto out;
+	}
+	ret = xa_alloc_cyclic(&ka->rma_reqs, &req.id, &req, xa_limit_32b,
+			      &ka->rma_next, GFP_KERNEL_ACCOUNT);
+	if (ret < 0)
+		goto out;
+	ret = -ENOMEM;
+	tx = srd_tx_alloc(SRD_F_RMA_REQ, rid, lid, sizeof(*w));
+	if (!tx)
+		goto erase;
+	h = (struct srd_hdr *)tx->buf;
+	h->arg = cpu_to_be32(req.id);
+	h->arg2 = cpu_to_be32(op);
+	w = (struct srd_rma_wire *)(h + 1);
+	w->roff = cpu_to_be64(roff);
+	w->iova = cpu_to_be64(pages ? m.mr->iova : off);
+	w->rkey = cpu_to_be32(pages ? m.mr->rkey : 0);
+	w->len = cpu_to_be32(len);
+	ret = srd_xmit(peer, gen, tx);
+	if (ret)
+		goto erase;
+	/*
+	 * Killed: deregistering the MR below makes a target still moving
+	 * data fail with a remote access error, which resets the link.
+	 */
+	if (wait_event_killable(ka->rma_wq, READ_ONCE(req.done) ||
+					    READ_ONCE(ka->dead)))
+		ret = -EINTR;
+	else
+		ret = READ_ONCE(req.done) ? 0 : -ECONNRESET;
+erase:
+	xa_erase(&ka->rma_reqs, req.id);
+	/* the DONE handler let go of req under the xa_lock */
+	if (!ret)
+		ret = srd_rma_errno(req.status);
+out:
+	srd_unmap(ka, &m);
+	srd_req_unslot(ka);
+	return ret;
+}
+
+/*
+ * The link and connection ids of proxy @p's live connection, with an
+ * rma_users reference on the link; NULL if there is none.
+ */
+static struct srd_ka *srd_rma_conn(struct scif_endpt *p, u64 *gen, u32 *lid,
+				   u32 *rid)
+{
+	struct srd_peer *peer;
+	struct srd_conn *c;
+
+	mutex_lock(&srd_msg_mutex);
+	c = p->xprt;
+	peer = srd_peer_of[p->node->id];
+	if (!c || c->state != SRDC_LIVE || !peer) {
+		mutex_unlock(&srd_msg_mutex);
+		return NULL;
+	}
+	*lid = c->lid;
+	*rid = c->rid;
+	*gen = c->gen;
+	mutex_unlock(&srd_msg_mutex);
+	return srd_rma_use(peer, *gen);
+}
+
+/* The transport's signal operation (scif_transport.h). */
+int srd_signal(struct scif_endpt *ep, struct scif_endpt *p, u64 roff,
+	       u64 val)
+{
+	struct srd_ka *ka;
+	u32 lid, rid;
+	u64 gen;
+	int ret;
+
+	ka = srd_rma_conn(p, &gen, &lid, &rid);
+	if (!ka)
+		return -ECONNRESET;
+	ret = srd_rma_one(ka, gen, lid, rid, SCIF_XPRT_RMA_SIGNAL, roff, NULL,
+			  val, 8);
+	srd_rma_unuse(ka);
+	return ret;
+}
+
+/* The transport's rma operation (scif_transport.h). */
+int srd_rma(struct scif_endpt *ep, struct scif_endpt *p, int op, u64 roff,
+	    struct page **pages, unsigned int first_off, size_t len,
+	    u32 flags)
+{
+	struct srd_ka *ka;
+	u32 lid, rid;
+	size_t done = 0;
+	u64 gen;
+	int ret = 0;
+
+	ka = srd_rma_conn(p, &gen, &lid, &rid);
+	if (!ka)
+		return -ECONNRESET;
+	while (done < len) {
+		size_t pos = first_off + done;
+		unsigned int off = pos & ~PAGE_MASK;
+		u32 n = min_t(size_t, len - done,
+			      (size_t)ka->rma_pages * PAGE_SIZE - off);
+
+		ret = srd_rma_one(ka, gen, lid, rid, op, roff + done,
+				  pages + (pos >> PAGE_SHIFT), off, n);
+		if (ret)
+			break;
+		done += n;
+		if (done < len && fatal_signal_pending(current)) {
+			ret = -EINTR;
+			break;
+		}
+	}
+	srd_rma_unuse(ka);
+	return ret;
+}
