@@ -741,7 +741,7 @@ static ssize_t bad_frames_show(struct kobject *kobj,
 	return sysfs_emit(buf, "%d\n", atomic_read(&srd_bad));
 }
 
-static struct kobj_attribute srd_self_attr = __ATTR(self, 0600, self_show,
+static struct kobj_attribute srd_self_attr = __ATTR(self, 0644, self_show,
 						     self_store);
 static struct kobj_attribute srd_nodes_attr = __ATTR(nodes, 0600,
 						      nodes_show, nodes_store);
