@@ -356,6 +356,87 @@ static int scif_xfer_user(struct scif_xfer *x, u64 addr, size_t len,
 	return 0;
 }
 
+/*
+ * A transfer with a peer on another host: only the local side is gathered
+ * here; the far host checks its own window range (scif_remote_rma_get()).
+ */
+static int scif_xfer_gather_remote(struct scif_xfer *x,
+				   const struct scifioctl_copy *c,
+				   unsigned int cmd, bool async)
+{
+	u64 end;
+	int err;
+
+	x->roffset = c->roffset;
+	switch (cmd) {
+	case SCIF_READFROM:
+		x->remote_op = SCIF_XPRT_RMA_READ;
+		err = scif_rma_gather(x->rma, c->loffset, c->len,
+				      SCIF_ABI_PROT_WRITE, x, &x->dst);
+		break;
+	case SCIF_WRITETO:
+		x->remote_op = SCIF_XPRT_RMA_WRITE;
+		err = scif_rma_gather(x->rma, c->loffset, c->len,
+				      SCIF_ABI_PROT_READ, x, &x->src);
+		break;
+	case SCIF_VREADFROM:
+		x->remote_op = SCIF_XPRT_RMA_READ;
+		err = scif_xfer_user(x, c->addr, c->len, true, async,
+				     &x->dst);
+		break;
+	default: /* SCIF_VWRITETO */
+		x->remote_op = SCIF_XPRT_RMA_WRITE;
+		err = scif_xfer_user(x, c->addr, c->len, false, async,
+				     &x->src);
+		break;
+	}
+	/* roffset + len must not wrap (the far side checks it too) */
+	if (!err && (check_add_overflow(c->roffset, c->len, &end) ||
+		     end > SCIF_RMA_OFF_LIMIT))
+		err = -ENXIO;
+	return err;
+}
+
+/* A transfer between two nodes of this kernel: both sides gathered. */
+static int scif_xfer_gather_local(struct scif_xfer *x,
+				  const struct scifioctl_copy *c,
+				  unsigned int cmd, bool async)
+{
+	int err;
+
+	switch (cmd) {
+	case SCIF_READFROM:
+		err = scif_rma_gather(x->peer_rma, c->roffset, c->len,
+				      SCIF_ABI_PROT_READ, x, &x->src);
+		if (!err)
+			err = scif_rma_gather(x->rma, c->loffset, c->len,
+					      SCIF_ABI_PROT_WRITE, x, &x->dst);
+		break;
+	case SCIF_WRITETO:
+		err = scif_rma_gather(x->peer_rma, c->roffset, c->len,
+				      SCIF_ABI_PROT_WRITE, x, &x->dst);
+		if (!err)
+			err = scif_rma_gather(x->rma, c->loffset, c->len,
+					      SCIF_ABI_PROT_READ, x, &x->src);
+		break;
+	case SCIF_VREADFROM:
+		err = scif_rma_gather(x->peer_rma, c->roffset, c->len,
+				      SCIF_ABI_PROT_READ, x, &x->src);
+		if (!err)
+			err = scif_xfer_user(x, c->addr, c->len, true, async,
+					     &x->dst);
+		break;
+	default: /* SCIF_VWRITETO */
+		err = scif_rma_gather(x->peer_rma, c->roffset, c->len,
+				      SCIF_ABI_PROT_WRITE, x, &x->dst);
+		if (!err)
+			err = scif_xfer_user(x, c->addr, c->len, false, async,
+					     &x->src);
+		break;
+	}
+	return err;
+}
+
 long scif_rma_copy_ioctl(struct scif_endpt *ep, unsigned int cmd,
 			 void __user *uarg)
 {
@@ -422,65 +503,8 @@ long scif_rma_copy_ioctl(struct scif_endpt *ep, unsigned int cmd,
 		goto fail;
 	}
 
-	if (remote) {
-		/* Only the local side here; the far host checks its own. */
-		x->roffset = c.roffset;
-		switch (cmd) {
-		case SCIF_READFROM:
-			x->remote_op = SCIF_XPRT_RMA_READ;
-			err = scif_rma_gather(x->rma, c.loffset, c.len,
-					      SCIF_ABI_PROT_WRITE, x, &x->dst);
-			break;
-		case SCIF_WRITETO:
-			x->remote_op = SCIF_XPRT_RMA_WRITE;
-			err = scif_rma_gather(x->rma, c.loffset, c.len,
-					      SCIF_ABI_PROT_READ, x, &x->src);
-			break;
-		case SCIF_VREADFROM:
-			x->remote_op = SCIF_XPRT_RMA_READ;
-			err = scif_xfer_user(x, c.addr, c.len, true, async,
-					     &x->dst);
-			break;
-		default: /* SCIF_VWRITETO */
-			x->remote_op = SCIF_XPRT_RMA_WRITE;
-			err = scif_xfer_user(x, c.addr, c.len, false, async,
-					     &x->src);
-			break;
-		}
-		/* roffset + len must not wrap (the far side checks it too) */
-		if (!err && (c.roffset + c.len < c.roffset ||
-			     c.roffset + c.len > SCIF_RMA_OFF_LIMIT))
-			err = -ENXIO;
-	} else switch (cmd) {
-	case SCIF_READFROM:
-		err = scif_rma_gather(x->peer_rma, c.roffset, c.len,
-				      SCIF_ABI_PROT_READ, x, &x->src);
-		if (!err)
-			err = scif_rma_gather(x->rma, c.loffset, c.len,
-					      SCIF_ABI_PROT_WRITE, x, &x->dst);
-		break;
-	case SCIF_WRITETO:
-		err = scif_rma_gather(x->peer_rma, c.roffset, c.len,
-				      SCIF_ABI_PROT_WRITE, x, &x->dst);
-		if (!err)
-			err = scif_rma_gather(x->rma, c.loffset, c.len,
-					      SCIF_ABI_PROT_READ, x, &x->src);
-		break;
-	case SCIF_VREADFROM:
-		err = scif_rma_gather(x->peer_rma, c.roffset, c.len,
-				      SCIF_ABI_PROT_READ, x, &x->src);
-		if (!err)
-			err = scif_xfer_user(x, c.addr, c.len, true, async,
-					     &x->dst);
-		break;
-	default: /* SCIF_VWRITETO */
-		err = scif_rma_gather(x->peer_rma, c.roffset, c.len,
-				      SCIF_ABI_PROT_WRITE, x, &x->dst);
-		if (!err)
-			err = scif_xfer_user(x, c.addr, c.len, false, async,
-					     &x->src);
-		break;
-	}
+	err = remote ? scif_xfer_gather_remote(x, &c, cmd, async) :
+		       scif_xfer_gather_local(x, &c, cmd, async);
 	if (err)
 		goto fail;
 
