@@ -119,8 +119,8 @@ static bool ipv4_to_node(uint32_t a, uint16_t self, uint16_t *node, bool (*is_lo
     return false;
 }
 
-bool sockaddr_to_node(const sockaddr *sa, uint16_t self, uint16_t *node,
-                      bool (*is_local)(uint32_t), uint16_t host) {
+bool sockaddr_to_node(const sockaddr *sa, uint16_t self, uint16_t *node, bool (*is_local)(uint32_t),
+                      uint16_t host) {
     if (!sa)
         return false;
     if (sa->sa_family == AF_INET) {

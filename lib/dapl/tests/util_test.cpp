@@ -74,7 +74,7 @@ static std::string name_of(const sockaddr_in &a) {
 TEST(Cluster, ParseSelf) {
     EXPECT_EQ(parse_cluster_self("17 169.254.0.1 7170\n"), 17);
     EXPECT_EQ(parse_cluster_self("63 10.0.0.1 1\n"), 63);
-    EXPECT_EQ(parse_cluster_self(""), 0);        /* self not written yet */
+    EXPECT_EQ(parse_cluster_self(""), 0); /* self not written yet */
     EXPECT_EQ(parse_cluster_self("\n"), 0);
     EXPECT_EQ(parse_cluster_self(nullptr), 0);
     EXPECT_EQ(parse_cluster_self("16 10.0.0.1 1"), 0); /* an emulated node's id */
