@@ -141,9 +141,14 @@
  * 22. When a link ends, srd_destroy_link() destroys QP and CQ, then marks
  *     the link dead: every RMA waiter on either side wakes, deregisters
  *     and unmaps (the call gets ECONNRESET), and the PD is freed only
- *     after the last (ka->rma_users).  A killed initiator deregisters its
- *     MR at once; a target still writing to it gets a remote access
- *     error, which resets the link.
+ *     after the last (ka->rma_users).  A killed initiator issues no
+ *     further request, but keeps waiting for the RMA_DONE of the one it
+ *     sent (or the link's end) for up to SRD_RMA_KILL_WAIT before it
+ *     deregisters its MR, since deregistering under the target's RDMA
+ *     fails that RDMA with a remote access error, which resets the link
+ *     and every connection over it; the call returns EINTR.  Only a
+ *     target that does not answer within the bound can still cause that
+ *     reset.
  *
  * Locking: srd_cfg_mutex protects srd_self and srd_peers (the list and
  * each peer's id/address/port); it is never held while destroying a
@@ -227,6 +232,8 @@
 #define SCIF_RDMA_RMA_PAGES	256	/* pages one RMA request covers, most */
 #define SCIF_RDMA_RMA_MAX	(SCIF_RDMA_RMA_PAGES * PAGE_SIZE) /* bytes */
 #define SCIF_RDMA_RMA_REQS	16	/* RMA requests outstanding per link */
+/* how long a killed initiator waits for its request's RMA_DONE, most */
+#define SRD_RMA_KILL_WAIT	(5 * HZ)
 
 struct scif_rdma_hello {
 	__be32 magic;

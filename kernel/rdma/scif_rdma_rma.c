@@ -463,7 +463,8 @@ static int srd_rma_one(struct srd_ka *ka, u64 gen, u32 lid, u32 rid, int op,
 	struct srd_hdr *h;
 	int ret;
 
-	wait_event(ka->rma_wq, srd_req_slot(ka));
+	if (wait_event_killable(ka->rma_wq, srd_req_slot(ka)))
+		return -EINTR;	/* killed: issue nothing more */
 	if (READ_ONCE(ka->dead))
 		return -ECONNRESET;	/* no slot taken or it does not matter */
 	if (pages) {
@@ -475,6 +476,10 @@ static int srd_rma_one(struct srd_ka *ka, u64 gen, u32 lid, u32 rid, int op,
 						   IB_ACCESS_REMOTE_READ);
 		if (ret)
 			goto out;
+	}
+	if (fatal_signal_pending(current)) {
+		ret = -EINTR;	/* killed meanwhile: the request never leaves */
+		goto out;
 	}
 	ret = xa_alloc_cyclic(&ka->rma_reqs, &req.id, &req, xa_limit_32b,
 			      &ka->rma_next, GFP_KERNEL_ACCOUNT);
@@ -495,15 +500,22 @@ static int srd_rma_one(struct srd_ka *ka, u64 gen, u32 lid, u32 rid, int op,
 	ret = srd_xmit(peer, gen, tx);
 	if (ret)
 		goto erase;
-	/*
-	 * Killed: deregistering the MR below makes a target still moving
-	 * data fail with a remote access error, which resets the link.
-	 */
 	if (wait_event_killable(ka->rma_wq, READ_ONCE(req.done) ||
-					    READ_ONCE(ka->dead)))
+					    READ_ONCE(ka->dead))) {
+		/*
+		 * Killed: the target may still be moving data into or out of
+		 * our MR, and deregistering it under that RDMA would fail it
+		 * with a remote access error, which resets the whole link.
+		 * The target answers every request: wait for that answer (or
+		 * the link's end) a bounded time, then deregister anyway.
+		 */
+		wait_event_timeout(ka->rma_wq, READ_ONCE(req.done) ||
+					       READ_ONCE(ka->dead),
+				   SRD_RMA_KILL_WAIT);
 		ret = -EINTR;
-	else
+	} else {
 		ret = READ_ONCE(req.done) ? 0 : -ECONNRESET;
+	}
 erase:
 	xa_erase(&ka->rma_reqs, req.id);
 	/* the DONE handler let go of req under the xa_lock */
