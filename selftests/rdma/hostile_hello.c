@@ -4,7 +4,8 @@
  * listener with a crafted HELLO as the connect private data and reports
  * what the listener did (tools/vm/rdma-hostile.test).
  *
- *   hostile_hello [-t SECONDS] [-f] ADDR PORT VARIANT SRC DST
+ *   hostile_hello [-t SECONDS] [-f] [-c PORT] [-C PORT] [-R PORT] ADDR PORT
+ *                 VARIANT SRC DST
  *
  * VARIANT is one of
  *   none        no private data
@@ -27,7 +28,11 @@
  * it then opens a second connection (id 2) to PORT the same way and, the
  * listener's endpoint having sent nothing, sends a CREDIT whose tail is
  * beyond the bytes sent (step 15), and prints "credit beyond data sent 1"
- * (0 if it could not).
+ * (0 if it could not).  With -R PORT it then opens a third connection
+ * (id 3) to PORT and sends RMA_REQs that break each rule of step 20,
+ * more of them at once than an honest peer has outstanding, an RMA_REQ
+ * one byte short and an RMA_DONE for a request never made (step 21),
+ * and prints what was answered (rma_frames() below).
  *
  * Prints one line "hostile_hello VARIANT SRC DST: RESULT" and exits with
  *   0  REJECTED (the line says the reject status)
@@ -62,7 +67,21 @@ static int timeout_ms = 20000;
 /* the frame header of kernel/rdma/scif_rdma.c (struct srd_hdr) */
 #define FRAME_MAGIC 0x5343464dU
 #define FRAME_HDR 28
-enum { F_PING = 1, F_CONN_REQ = 3, F_CONN_ACC = 4, F_DATA = 6, F_CREDIT = 7, F_CLOSE = 8 };
+enum {
+    F_PING = 1,
+    F_CONN_REQ = 3,
+    F_CONN_ACC = 4,
+    F_DATA = 6,
+    F_CREDIT = 7,
+    F_CLOSE = 8,
+    F_RMA_REQ = 9,
+    F_RMA_DONE = 10
+};
+/* struct srd_rma_wire: roff, iova (64 bits), rkey, len (32 bits) */
+#define RMA_WIRE 24
+#define RMA_MAX (256 * 4096) /* SCIF_RDMA_RMA_MAX with 4 KiB pages */
+#define RMA_REQS 16          /* SCIF_RDMA_RMA_REQS */
+#define RMA_FLOOD (3 * RMA_REQS)
 #define FRAME_COUNT 10
 
 static void put16(uint8_t *p, unsigned int v) {
@@ -157,8 +176,8 @@ static int next_event(struct rdma_event_channel *ch, enum rdma_cm_event_type *ty
 }
 
 static int usage(void) {
-    fprintf(stderr, "usage: hostile_hello [-t SECONDS] [-f] [-c PORT] [-C PORT] ADDR PORT VARIANT "
-                    "SRC DST\n");
+    fprintf(stderr, "usage: hostile_hello [-t SECONDS] [-f] [-c PORT] [-C PORT] [-R PORT] "
+                    "ADDR PORT VARIANT SRC DST\n");
     return 2;
 }
 
@@ -316,6 +335,198 @@ static int credit_violation(struct rdma_cm_id *id, unsigned int port, int credit
     return ret;
 }
 
+static void put64(uint8_t *p, uint64_t v) {
+    put32(p, (uint32_t)(v >> 32));
+    put32(p + 4, (uint32_t)v);
+}
+
+/*
+ * -R: receives posted all the time (RMA_RECV of them, so that the
+ * listener's answers never wait for one), and a PING buffer: the
+ * keepalive ends a link on which nothing arrives for 5 s.
+ */
+#define RMA_RECV 64
+static uint8_t rma_rbuf[RMA_RECV][8192];
+static uint8_t rma_ping[FRAME_HDR];
+static struct ibv_mr *rma_rmr, *rma_pmr;
+static unsigned int rma_unreported; /* receives reposted, for lcredits */
+
+static int rma_post_recv(struct rdma_cm_id *id, int i) {
+    struct ibv_sge sge = {(uintptr_t)rma_rbuf[i], sizeof(rma_rbuf[i]), rma_rmr->lkey};
+    struct ibv_recv_wr wr, *bad;
+
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id = (uint64_t)i;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    if (ibv_post_recv(id->qp, &wr, &bad))
+        return -1;
+    rma_unreported++;
+    return 0;
+}
+
+/*
+ * The next RMA_DONE for our connection frame_src (other frames, e.g.
+ * PINGs, are skipped) within timeout_ms, sending a PING every second
+ * meanwhile: the frame's arg (request id) in *@rid and arg2 (status) in
+ * *@status; 0, or -1 if none came.
+ */
+static int wait_rma_done(struct rdma_cm_id *id, uint32_t *rid, uint32_t *status) {
+    struct ibv_wc wc;
+    uint8_t *f;
+    int i, n;
+
+    for (i = 0; i < timeout_ms; i++) {
+        n = ibv_poll_cq(id->recv_cq, 1, &wc);
+        if (n < 0 || (n && wc.status != IBV_WC_SUCCESS))
+            return -1;
+        if (!n) {
+            if (i % 1000 == 999) {
+                /* with the receives reposted meanwhile (step 11) */
+                frame_hdr(rma_ping, F_PING, rma_unreported, 0, 0);
+                rma_unreported = 0;
+                if (send_frame(id, rma_pmr, rma_ping, FRAME_HDR))
+                    return -1;
+            }
+            usleep(1000);
+            continue;
+        }
+        f = rma_rbuf[wc.wr_id];
+        if (wc.byte_len >= FRAME_HDR && f[4] == F_RMA_DONE && get32(f + 8) == frame_src) {
+            *rid = get32(f + 20);
+            *status = get32(f + 24);
+            return rma_post_recv(id, (int)wc.wr_id) ? -1 : 0;
+        }
+        if (rma_post_recv(id, (int)wc.wr_id))
+            return -1;
+    }
+    return -1;
+}
+
+/* An RMA_REQ (request @rid, @op) to connection @dst in @f; its length. */
+static int rma_req(uint8_t *f, uint32_t dst, uint32_t rid, uint32_t op, uint64_t roff,
+                   uint32_t len) {
+    frame_hdr(f, F_RMA_REQ, 0, dst, RMA_WIRE);
+    put32(f + 20, rid);
+    put32(f + 24, op);
+    put64(f + FRAME_HDR, roff);
+    put64(f + FRAME_HDR + 8, 0x10000); /* an MR address and key never registered */
+    put32(f + FRAME_HDR + 16, 0x1234);
+    put32(f + FRAME_HDR + 20, len);
+    return FRAME_HDR + RMA_WIRE;
+}
+
+/* the requests of -R; dst 0: none, 1: the live connection, 2: not live */
+static const struct {
+    const char *name;
+    uint32_t op, len;
+    uint64_t roff;
+    int dst;
+} rma_cases[] = {
+    {"op", 7, 4096, 0, 0},                   /* not read, write or signal */
+    {"len0", 1, 0, 0, 0},                    /* nothing to move */
+    {"toolong", 2, RMA_MAX + 1, 0, 0},       /* beyond SCIF_RDMA_RMA_MAX */
+    {"siglen", 3, 4, 0, 0},                  /* a signal is 8 bytes */
+    {"sigalign", 3, 8, 4, 0},                /* at an 8-aligned offset */
+    {"wrap", 1, 8192, UINT64_MAX - 4095, 0}, /* offset + length wraps */
+    {"negative", 1, 4096, 1ULL << 63, 0},    /* beyond any offset */
+    {"deadconn", 1, 4096, 0, 2},             /* no such connection */
+    {"nowindow", 1, 4096, 0, 1},             /* live, nothing registered */
+    {"signowindow", 3, 8, 0, 1},             /* the same, a signal */
+};
+#define RMA_CASES (int)(sizeof(rma_cases) / sizeof(rma_cases[0]))
+
+/*
+ * -R PORT: connect to PORT on the listener's host as connection 3 (from
+ * port 7), then send each of rma_cases and print the status its RMA_DONE
+ * carried ("rma NAME status N", -1: no answer); then RMA_FLOOD signals
+ * at once on the live connection, more than an honest peer has
+ * outstanding ("rma flood answered N enxio A ebusy B"); then an RMA_REQ
+ * one byte short and an RMA_DONE for a request never made, neither
+ * answered ("rma unanswered sent 2").
+ */
+static void rma_frames(struct rdma_cm_id *id, unsigned int port) {
+    static uint8_t buf[RMA_FLOOD][FRAME_HDR + RMA_WIRE];
+    struct ibv_mr *mr = ibv_reg_mr(id->pd, buf, sizeof(buf), 0);
+    struct ibv_send_wr wr[RMA_FLOOD], *bad;
+    struct ibv_sge sge[RMA_FLOOD];
+    uint32_t conn = 0, rid, status, dst;
+    int i, n, got, enxio, ebusy, sent;
+    struct ibv_wc wc;
+
+    frame_src = 3;
+    rma_rmr = ibv_reg_mr(id->pd, rma_rbuf, sizeof(rma_rbuf), IBV_ACCESS_LOCAL_WRITE);
+    rma_pmr = ibv_reg_mr(id->pd, rma_ping, sizeof(rma_ping), 0);
+    if (!mr || !rma_rmr || !rma_pmr) {
+        printf("rma setup failed\n");
+        return;
+    }
+    frame_hdr(buf[0], F_CONN_REQ, 0, 0, 0);
+    put32(buf[0] + 20, 7U << 16 | port);
+    put32(buf[0] + 24, 4096);
+    if (!send_frame(id, mr, buf[0], FRAME_HDR))
+        conn = wait_conn_acc(id);
+    printf("rma connection %s\n", conn ? "live" : "refused");
+    for (i = 0; i < RMA_RECV; i++)
+        if (rma_post_recv(id, i))
+            break;
+    rma_unreported = 0; /* the first RMA_RECV stand for those it assumed */
+    for (i = 0; i < RMA_CASES; i++) {
+        dst = rma_cases[i].dst == 1 ? conn : rma_cases[i].dst == 2 ? 999 : 0;
+        n = rma_req(buf[0], dst, 100 + (uint32_t)i, rma_cases[i].op, rma_cases[i].roff,
+                    rma_cases[i].len);
+        status = (uint32_t)-1;
+        if (send_frame(id, mr, buf[0], n) || wait_rma_done(id, &rid, &status) ||
+            rid != 100 + (uint32_t)i)
+            status = (uint32_t)-1;
+        printf("rma %s status %d\n", rma_cases[i].name, (int)status);
+    }
+    /* the flood: one chain of sends (each signalled: sq_sig_all) */
+    memset(wr, 0, sizeof(wr));
+    for (i = 0; i < RMA_FLOOD; i++) {
+        sge[i].addr = (uintptr_t)buf[i];
+        sge[i].length = (uint32_t)rma_req(buf[i], conn, 1000 + (uint32_t)i, 3, 0, 8);
+        sge[i].lkey = mr->lkey;
+        wr[i].sg_list = &sge[i];
+        wr[i].num_sge = 1;
+        wr[i].opcode = IBV_WR_SEND;
+        wr[i].next = i + 1 < RMA_FLOOD ? &wr[i + 1] : NULL;
+    }
+    got = enxio = ebusy = 0;
+    if (!ibv_post_send(id->qp, wr, &bad)) {
+        for (i = 0; i < timeout_ms && got < RMA_FLOOD;) {
+            n = ibv_poll_cq(id->send_cq, 1, &wc);
+            if (n > 0)
+                got++;
+            else
+                usleep(1000), i++;
+        }
+        got = 0;
+        while (got < RMA_FLOOD && !wait_rma_done(id, &rid, &status)) {
+            got++;
+            enxio += status == ENXIO;
+            ebusy += status == EBUSY;
+        }
+    }
+    printf("rma flood answered %d enxio %d ebusy %d\n", got, enxio, ebusy);
+    /* one byte short of an RMA_REQ, an RMA_DONE for no request of its */
+    sent = 0;
+    n = rma_req(buf[0], 0, 200, 1, 0, 4096);
+    put32(buf[0] + 16, RMA_WIRE - 1);
+    sent += !send_frame(id, mr, buf[0], n - 1);
+    frame_hdr(buf[0], F_RMA_DONE, 0, 12345, 0);
+    put32(buf[0] + 20, 77777);
+    sent += !send_frame(id, mr, buf[0], FRAME_HDR);
+    /* a PING, so that both were taken before we go */
+    frame_hdr(buf[0], F_PING, 0, 0, 0);
+    if (send_frame(id, mr, buf[0], FRAME_HDR))
+        sent = -1;
+    printf("rma unanswered sent %d\n", sent);
+    ibv_dereg_mr(rma_pmr);
+    ibv_dereg_mr(rma_rmr);
+    ibv_dereg_mr(mr);
+}
+
 /* -f: the malformed frames, then a valid PING; frames sent, or -1. */
 static int send_frames(struct rdma_cm_id *id) {
     static uint8_t buf[256];
@@ -348,9 +559,9 @@ int main(int argc, char **argv) {
     char tag[64];
     unsigned long src, dst;
     char *end;
-    int opt, len, status, ret, frames = 0, cport = 0, crport = 0;
+    int opt, len, status, ret, frames = 0, cport = 0, crport = 0, rport = 0;
 
-    while ((opt = getopt(argc, argv, "fc:C:t:")) != -1) {
+    while ((opt = getopt(argc, argv, "fc:C:R:t:")) != -1) {
         if (opt == 'f') {
             frames = 1;
             continue;
@@ -358,6 +569,12 @@ int main(int argc, char **argv) {
         if (opt == 'c') {
             cport = atoi(optarg);
             if (cport < 1 || cport > 65535)
+                return usage();
+            continue;
+        }
+        if (opt == 'R') {
+            rport = atoi(optarg);
+            if (rport < 1 || rport > 65535)
                 return usage();
             continue;
         }
@@ -416,8 +633,8 @@ int main(int argc, char **argv) {
 
     /* a reliable connected QP on librdmacm's default PD and CQs */
     memset(&attr, 0, sizeof(attr));
-    attr.cap.max_send_wr = 1;
-    attr.cap.max_recv_wr = 1;
+    attr.cap.max_send_wr = RMA_FLOOD;
+    attr.cap.max_recv_wr = RMA_RECV;
     attr.cap.max_send_sge = 1;
     attr.cap.max_recv_sge = 1;
     attr.qp_type = IBV_QPT_RC;
@@ -450,6 +667,8 @@ int main(int argc, char **argv) {
             frame_src = 2;
             printf("credit beyond data sent %d\n", credit_violation(id, (unsigned int)crport, 1));
         }
+        if (rport)
+            rma_frames(id, (unsigned int)rport);
         printf("hostile_hello %s: ESTABLISHED\n", tag);
         rdma_disconnect(id);
         /* DISCONNECTED, or nothing within the timeout */
