@@ -107,10 +107,17 @@
  *     of a window leaves its host.  The initiator (the transport's rma
  *     operation) cuts the range in requests of at most ka->rma_pages
  *     pages (SCIF_RDMA_RMA_PAGES or what the device registers, minus
- *     one); for each it waits for one of SCIF_RDMA_RMA_REQS request slots
+ *     one); for each it takes one of SCIF_RDMA_RMA_REQS request slots
  *     of the link, DMA-maps its local pages, registers them in an MR of
  *     its own (IB_WR_REG_MR; REMOTE_WRITE for a read, REMOTE_READ for a
- *     write, nothing else) and waits for that to complete.
+ *     write, nothing else) and waits for that to complete.  A call keeps
+ *     up to SRD_RMA_PIPE requests in flight (steps 20-21 for each),
+ *     started and reaped in order; it waits for a slot only when none of
+ *     its own is out (else it reaps its oldest first), so calls sharing
+ *     the slots never deadlock.  With SCIF_RMA_ORDERED the last request
+ *     (the last bytes) is sent only after every earlier one was answered.
+ *     The target serves requests in parallel work items (srd_rma_wq),
+ *     bounded per link by SCIF_RDMA_RMA_REQS and SCIF_RDMA_RMA_SQ.
  * 20. It sends RMA_REQ (dst, src = the connection ids, arg = a request id
  *     unique among its outstanding ones, arg2 = the op: 1 the initiator
  *     reads, 2 it writes; payload struct srd_rma_wire: remote offset, MR
@@ -142,9 +149,9 @@
  *     the link dead: every RMA waiter on either side wakes, deregisters
  *     and unmaps (the call gets ECONNRESET), and the PD is freed only
  *     after the last (ka->rma_users).  A killed initiator issues no
- *     further request, but keeps waiting for the RMA_DONE of the one it
- *     sent (or the link's end) for up to SRD_RMA_KILL_WAIT before it
- *     deregisters its MR, since deregistering under the target's RDMA
+ *     further request, but keeps waiting for the RMA_DONEs of those it
+ *     sent (or the link's end) for up to SRD_RMA_KILL_WAIT in all before
+ *     it deregisters their MRs, since deregistering under the target's RDMA
  *     fails that RDMA with a remote access error, which resets the link
  *     and every connection over it; the call returns EINTR.  Only a
  *     target that does not answer within the bound can still cause that
@@ -232,6 +239,8 @@
 #define SCIF_RDMA_RMA_PAGES	256	/* pages one RMA request covers, most */
 #define SCIF_RDMA_RMA_MAX	(SCIF_RDMA_RMA_PAGES * PAGE_SIZE) /* bytes */
 #define SCIF_RDMA_RMA_REQS	16	/* RMA requests outstanding per link */
+/* requests of one RMA call in flight, most (of the link's RMA_REQS) */
+#define SRD_RMA_PIPE		4
 /* how long a killed initiator waits for its request's RMA_DONE, most */
 #define SRD_RMA_KILL_WAIT	(5 * HZ)
 

@@ -5,9 +5,10 @@
  * Target-driven: the host that owns a window does the RDMA, so no key of
  * a window ever leaves its host and every access is checked against the
  * owner's own windows by scif.ko (scif_remote_rma_get()).  The initiator
- * registers only its own local pages for the one request in flight (a
+ * registers only its own local pages for each request in flight (a
  * fast-registration MR, remote access limited to what the operation
- * needs) and deregisters it once the target answered.
+ * needs) and deregisters them once the target answered; up to SRD_RMA_PIPE
+ * requests of one call are in flight at once.
  */
 
 #include <linux/scatterlist.h>
@@ -16,6 +17,8 @@
 #include "scif_rdma.h"
 
 struct workqueue_struct *srd_rma_wq;
+
+static_assert(SRD_RMA_PIPE >= 1 && SRD_RMA_PIPE <= SCIF_RDMA_RMA_REQS);
 
 /*
  * Work requests of one RMA step on the link's send queue: pending counts
@@ -38,12 +41,16 @@ struct srd_map {
 	struct ib_mr *mr;
 };
 
-/* One request of ours waiting for its RMA_DONE (in ka->rma_reqs). */
+/*
+ * One request of ours waiting for its RMA_DONE (in ka->rma_reqs), with
+ * the local pages it exposes.
+ */
 struct srd_req {
 	u32 id;
 	u32 lid;			/* our connection id */
 	bool done;
 	int status;			/* positive errno from the target */
+	struct srd_map m;
 };
 
 /* One request of the peer's being served (a work item on srd_rma_wq). */
@@ -426,7 +433,8 @@ static int srd_rma_errno(u32 status)
 	}
 }
 
-static bool srd_req_slot(struct srd_ka *ka)
+/* Take one of the link's request slots: true if taken. */
+static bool srd_req_tryslot(struct srd_ka *ka)
 {
 	struct srd_peer *peer = ka->peer;
 	bool ok;
@@ -436,7 +444,7 @@ static bool srd_req_slot(struct srd_ka *ka)
 	if (ok)
 		ka->rma_nreq++;
 	mutex_unlock(&peer->lock);
-	return ok || READ_ONCE(ka->dead);
+	return ok;
 }
 
 static void srd_req_unslot(struct srd_ka *ka)
@@ -448,32 +456,37 @@ static void srd_req_unslot(struct srd_ka *ka)
 }
 
 /*
- * One request: at most ka->rma_pages pages of ours; or, for
- * SCIF_XPRT_RMA_SIGNAL (@pages NULL), 8 bytes of value @off.
+ * Start request @req, a slot of the link taken: at most ka->rma_pages
+ * pages of ours; or, for SCIF_XPRT_RMA_SIGNAL (@pages NULL), 8 bytes of
+ * value @off.  Map and register the pages, send RMA_REQ.  0 if the
+ * request is out (srd_req_wait() then ends it), else everything is
+ * released, the slot included.
  */
-static int srd_rma_one(struct srd_ka *ka, u64 gen, u32 lid, u32 rid, int op,
-		       u64 roff, struct page **pages, u64 off, u32 len)
+static int srd_req_start(struct srd_ka *ka, u64 gen, u32 lid, u32 rid,
+			 int op, u64 roff, struct page **pages, u64 off,
+			 u32 len, struct srd_req *req)
 {
 	struct srd_peer *peer = ka->peer;
 	bool rd = op == SCIF_XPRT_RMA_READ;
-	struct srd_req req = { .lid = lid };
+	struct srd_map *m = &req->m;
 	struct srd_rma_wire *w;
-	struct srd_map m = {};
 	struct srd_tx *tx;
 	struct srd_hdr *h;
 	int ret;
 
-	if (wait_event_killable(ka->rma_wq, srd_req_slot(ka)))
-		return -EINTR;	/* killed: issue nothing more */
-	if (READ_ONCE(ka->dead))
-		return -ECONNRESET;	/* no slot taken or it does not matter */
+	memset(req, 0, sizeof(*req));
+	req->lid = lid;
+	if (READ_ONCE(ka->dead)) {
+		ret = -ECONNRESET;
+		goto out;
+	}
 	if (pages) {
-		ret = srd_map(ka, &m, pages, off, len, ka->rma_pages,
+		ret = srd_map(ka, m, pages, off, len, ka->rma_pages,
 			      rd ? DMA_FROM_DEVICE : DMA_TO_DEVICE);
 		if (!ret)
-			ret = srd_reg(ka, &m, rd ? IB_ACCESS_LOCAL_WRITE |
-							  IB_ACCESS_REMOTE_WRITE :
-						   IB_ACCESS_REMOTE_READ);
+			ret = srd_reg(ka, m, rd ? IB_ACCESS_LOCAL_WRITE |
+							 IB_ACCESS_REMOTE_WRITE :
+						  IB_ACCESS_REMOTE_READ);
 		if (ret)
 			goto out;
 	}
@@ -481,7 +494,7 @@ static int srd_rma_one(struct srd_ka *ka, u64 gen, u32 lid, u32 rid, int op,
 		ret = -EINTR;	/* killed meanwhile: the request never leaves */
 		goto out;
 	}
-	ret = xa_alloc_cyclic(&ka->rma_reqs, &req.id, &req, xa_limit_32b,
+	ret = xa_alloc_cyclic(&ka->rma_reqs, &req->id, req, xa_limit_32b,
 			      &ka->rma_next, GFP_KERNEL_ACCOUNT);
 	if (ret < 0)
 		goto out;
@@ -490,39 +503,55 @@ static int srd_rma_one(struct srd_ka *ka, u64 gen, u32 lid, u32 rid, int op,
 	if (!tx)
 		goto erase;
 	h = (struct srd_hdr *)tx->buf;
-	h->arg = cpu_to_be32(req.id);
+	h->arg = cpu_to_be32(req->id);
 	h->arg2 = cpu_to_be32(op);
 	w = (struct srd_rma_wire *)(h + 1);
 	w->roff = cpu_to_be64(roff);
-	w->iova = cpu_to_be64(pages ? m.mr->iova : off);
-	w->rkey = cpu_to_be32(pages ? m.mr->rkey : 0);
+	w->iova = cpu_to_be64(pages ? m->mr->iova : off);
+	w->rkey = cpu_to_be32(pages ? m->mr->rkey : 0);
 	w->len = cpu_to_be32(len);
 	ret = srd_xmit(peer, gen, tx);
-	if (ret)
-		goto erase;
-	if (wait_event_killable(ka->rma_wq, READ_ONCE(req.done) ||
+	if (!ret)
+		return 0;
+erase:
+	xa_erase(&ka->rma_reqs, req->id);
+out:
+	srd_unmap(ka, m);
+	srd_req_unslot(ka);
+	return ret;
+}
+
+/*
+ * Wait for the RMA_DONE of @req (started) and end it: deregister, unmap,
+ * give its slot back; 0 or the call's errno.  Killed, it keeps waiting
+ * until *@deadline (set by the first killed wait of the call, 0 before):
+ * deregistering the MR while the target still moves data into or out of
+ * it would fail that RDMA with a remote access error, which resets the
+ * whole link; the target answers every request, so only a hung one makes
+ * us deregister anyway.
+ */
+static int srd_req_wait(struct srd_ka *ka, struct srd_req *req,
+			unsigned long *deadline)
+{
+	int ret;
+
+	if (wait_event_killable(ka->rma_wq, READ_ONCE(req->done) ||
 					    READ_ONCE(ka->dead))) {
-		/*
-		 * Killed: the target may still be moving data into or out of
-		 * our MR, and deregistering it under that RDMA would fail it
-		 * with a remote access error, which resets the whole link.
-		 * The target answers every request: wait for that answer (or
-		 * the link's end) a bounded time, then deregister anyway.
-		 */
-		wait_event_timeout(ka->rma_wq, READ_ONCE(req.done) ||
-					       READ_ONCE(ka->dead),
-				   SRD_RMA_KILL_WAIT);
+		if (!*deadline)
+			*deadline = jiffies + SRD_RMA_KILL_WAIT;
+		if (time_before(jiffies, *deadline))
+			wait_event_timeout(ka->rma_wq, READ_ONCE(req->done) ||
+						       READ_ONCE(ka->dead),
+					   *deadline - jiffies);
 		ret = -EINTR;
 	} else {
-		ret = READ_ONCE(req.done) ? 0 : -ECONNRESET;
+		ret = READ_ONCE(req->done) ? 0 : -ECONNRESET;
 	}
-erase:
-	xa_erase(&ka->rma_reqs, req.id);
+	xa_erase(&ka->rma_reqs, req->id);
 	/* the DONE handler let go of req under the xa_lock */
 	if (!ret)
-		ret = srd_rma_errno(req.status);
-out:
-	srd_unmap(ka, &m);
+		ret = srd_rma_errno(req->status);
+	srd_unmap(ka, &req->m);
 	srd_req_unslot(ka);
 	return ret;
 }
@@ -555,6 +584,8 @@ static struct srd_ka *srd_rma_conn(struct scif_endpt *p, u64 *gen, u32 *lid,
 int srd_signal(struct scif_endpt *ep, struct scif_endpt *p, u64 roff,
 	       u64 val)
 {
+	unsigned long deadline = 0;
+	struct srd_req req;
 	struct srd_ka *ka;
 	u32 lid, rid;
 	u64 gen;
@@ -563,42 +594,92 @@ int srd_signal(struct scif_endpt *ep, struct scif_endpt *p, u64 roff,
 	ka = srd_rma_conn(p, &gen, &lid, &rid);
 	if (!ka)
 		return -ECONNRESET;
-	ret = srd_rma_one(ka, gen, lid, rid, SCIF_XPRT_RMA_SIGNAL, roff, NULL,
-			  val, 8);
+	if (wait_event_killable(ka->rma_wq, srd_req_tryslot(ka) ||
+					    READ_ONCE(ka->dead))) {
+		ret = -EINTR;
+	} else if (READ_ONCE(ka->dead)) {
+		ret = -ECONNRESET;	/* a slot taken or not: the link is gone */
+	} else {
+		ret = srd_req_start(ka, gen, lid, rid, SCIF_XPRT_RMA_SIGNAL,
+				    roff, NULL, val, 8, &req);
+		if (!ret)
+			ret = srd_req_wait(ka, &req, &deadline);
+	}
 	srd_rma_unuse(ka);
 	return ret;
 }
 
-/* The transport's rma operation (scif_transport.h). */
+/*
+ * The transport's rma operation (scif_transport.h): up to SRD_RMA_PIPE
+ * requests of the call in flight, started in order and reaped in order;
+ * the first error (in the order of the range) is the call's, and every
+ * request started is waited for and released whatever happens.  A call
+ * with requests out never blocks for a slot of the link (it reaps its
+ * oldest instead), so calls sharing the link's slots cannot deadlock.
+ * SCIF_RMA_ORDERED: the last request, which carries the last bytes, is
+ * sent only once every earlier one completed.
+ */
 int srd_rma(struct scif_endpt *ep, struct scif_endpt *p, int op, u64 roff,
 	    struct page **pages, unsigned int first_off, size_t len,
 	    u32 flags)
 {
+	bool ordered = flags & SCIF_ABI_RMA_ORDERED;
+	struct srd_req req[SRD_RMA_PIPE];
+	unsigned int head = 0, tail = 0;	/* requests started, reaped */
+	unsigned long deadline = 0;
+	int ret, err = 0, serr = 0;	/* a request's error, not starting */
 	struct srd_ka *ka;
+	size_t done = 0;	/* bytes in the requests started */
 	u32 lid, rid;
-	size_t done = 0;
 	u64 gen;
-	int ret = 0;
 
 	ka = srd_rma_conn(p, &gen, &lid, &rid);
 	if (!ka)
 		return -ECONNRESET;
-	while (done < len) {
+	while (tail != head || (done < len && !err && !serr)) {
 		size_t pos = first_off + done;
 		unsigned int off = pos & ~PAGE_MASK;
 		u32 n = min_t(size_t, len - done,
 			      (size_t)ka->rma_pages * PAGE_SIZE - off);
+		bool start = done < len && !err && !serr &&
+			     head - tail < SRD_RMA_PIPE &&
+			     !(ordered && done + n == len && tail != head);
 
-		ret = srd_rma_one(ka, gen, lid, rid, op, roff + done,
-				  pages + (pos >> PAGE_SHIFT), off, n);
-		if (ret)
-			break;
-		done += n;
-		if (done < len && fatal_signal_pending(current)) {
-			ret = -EINTR;
-			break;
+		if (start && done && fatal_signal_pending(current)) {
+			serr = -EINTR;	/* killed: start nothing more */
+			start = false;
 		}
+		if (start && tail == head) {
+			/* nothing of ours out: wait for a slot of the link */
+			if (wait_event_killable(ka->rma_wq,
+						srd_req_tryslot(ka) ||
+						READ_ONCE(ka->dead))) {
+				serr = -EINTR;
+				continue;
+			}
+			if (READ_ONCE(ka->dead)) {
+				serr = -ECONNRESET;
+				continue;	/* a slot it may hold dies too */
+			}
+		} else if (start && !srd_req_tryslot(ka)) {
+			start = false;	/* the link is busy: reap ours */
+		}
+		if (start) {
+			serr = srd_req_start(ka, gen, lid, rid, op, roff + done,
+					     pages + (pos >> PAGE_SHIFT), off, n,
+					     &req[head % SRD_RMA_PIPE]);
+			if (!serr) {
+				head++;
+				done += n;
+			}
+			continue;
+		}
+		ret = srd_req_wait(ka, &req[tail % SRD_RMA_PIPE], &deadline);
+		tail++;
+		if (ret && !err)
+			err = ret;
 	}
 	srd_rma_unuse(ka);
-	return ret;
+	/* the earlier requests' errors first: they precede a failed start */
+	return err ?: serr;
 }
