@@ -4,8 +4,8 @@
  * listener with a crafted HELLO as the connect private data and reports
  * what the listener did (tools/vm/rdma-hostile.test).
  *
- *   hostile_hello [-t SECONDS] [-f] [-c PORT] [-C PORT] [-R PORT] ADDR PORT
- *                 VARIANT SRC DST
+ *   hostile_hello [-t SECONDS] [-f] [-c PORT] [-C PORT] [-R PORT] [-K PORT]
+ *                 ADDR PORT VARIANT SRC DST
  *
  * VARIANT is one of
  *   none        no private data
@@ -32,7 +32,11 @@
  * (id 3) to PORT and sends RMA_REQs that break each rule of step 20,
  * more of them at once than an honest peer has outstanding, an RMA_REQ
  * one byte short and an RMA_DONE for a request never made (step 21),
- * and prints what was answered (rma_frames() below).
+ * and prints what was answered (rma_frames() below).  With -K PORT it
+ * opens connection 4 to PORT (selftests/rdma/remote_rma's server, whose
+ * window is at BADKEY_ROFF) and asks to read it into an MR it never
+ * registered: the listener's RDMA fails, and prints "rma badkey status
+ * N" (-1: no answer, the link ended first).
  *
  * Prints one line "hostile_hello VARIANT SRC DST: RESULT" and exits with
  *   0  REJECTED (the line says the reject status)
@@ -82,6 +86,7 @@ enum {
 #define RMA_MAX (256 * 4096) /* SCIF_RDMA_RMA_MAX with 4 KiB pages */
 #define RMA_REQS 16          /* SCIF_RDMA_RMA_REQS */
 #define RMA_FLOOD (3 * RMA_REQS)
+#define BADKEY_ROFF 0x100000 /* remote_rma.c's WIN_OFF */
 #define FRAME_COUNT 10
 
 static void put16(uint8_t *p, unsigned int v) {
@@ -177,7 +182,7 @@ static int next_event(struct rdma_event_channel *ch, enum rdma_cm_event_type *ty
 
 static int usage(void) {
     fprintf(stderr, "usage: hostile_hello [-t SECONDS] [-f] [-c PORT] [-C PORT] [-R PORT] "
-                    "ADDR PORT VARIANT SRC DST\n");
+                    "[-K PORT] ADDR PORT VARIANT SRC DST\n");
     return 2;
 }
 
@@ -366,12 +371,12 @@ static int rma_post_recv(struct rdma_cm_id *id, int i) {
 }
 
 /*
- * The next RMA_DONE for our connection frame_src (other frames, e.g.
- * PINGs, are skipped) within timeout_ms, sending a PING every second
- * meanwhile: the frame's arg (request id) in *@rid and arg2 (status) in
- * *@status; 0, or -1 if none came.
+ * The next frame of @type (RMA_DONE, DATA) for our connection frame_src
+ * (other frames, e.g. PINGs, are skipped) within timeout_ms, sending a
+ * PING every second meanwhile: the frame's arg (for RMA_DONE the request
+ * id) in *@rid and arg2 (the status) in *@status; 0, or -1 if none came.
  */
-static int wait_rma_done(struct rdma_cm_id *id, uint32_t *rid, uint32_t *status) {
+static int wait_frame(struct rdma_cm_id *id, int type, uint32_t *rid, uint32_t *status) {
     struct ibv_wc wc;
     uint8_t *f;
     int i, n;
@@ -392,7 +397,7 @@ static int wait_rma_done(struct rdma_cm_id *id, uint32_t *rid, uint32_t *status)
             continue;
         }
         f = rma_rbuf[wc.wr_id];
-        if (wc.byte_len >= FRAME_HDR && f[4] == F_RMA_DONE && get32(f + 8) == frame_src) {
+        if (wc.byte_len >= FRAME_HDR && f[4] == type && get32(f + 8) == frame_src) {
             *rid = get32(f + 20);
             *status = get32(f + 24);
             return rma_post_recv(id, (int)wc.wr_id) ? -1 : 0;
@@ -445,7 +450,7 @@ static const struct {
  * one byte short and an RMA_DONE for a request never made, neither
  * answered ("rma unanswered sent 2").
  */
-static void rma_frames(struct rdma_cm_id *id, unsigned int port) {
+static void rma_frames(struct rdma_cm_id *id, unsigned int port, int badkey) {
     static uint8_t buf[RMA_FLOOD][FRAME_HDR + RMA_WIRE];
     struct ibv_mr *mr = ibv_reg_mr(id->pd, buf, sizeof(buf), 0);
     struct ibv_send_wr wr[RMA_FLOOD], *bad;
@@ -454,7 +459,7 @@ static void rma_frames(struct rdma_cm_id *id, unsigned int port) {
     int i, n, got, enxio, ebusy, sent;
     struct ibv_wc wc;
 
-    frame_src = 3;
+    frame_src = badkey ? 4 : 3;
     rma_rmr = ibv_reg_mr(id->pd, rma_rbuf, sizeof(rma_rbuf), IBV_ACCESS_LOCAL_WRITE);
     rma_pmr = ibv_reg_mr(id->pd, rma_ping, sizeof(rma_ping), 0);
     if (!mr || !rma_rmr || !rma_pmr) {
@@ -462,7 +467,7 @@ static void rma_frames(struct rdma_cm_id *id, unsigned int port) {
         return;
     }
     frame_hdr(buf[0], F_CONN_REQ, 0, 0, 0);
-    put32(buf[0] + 20, 7U << 16 | port);
+    put32(buf[0] + 20, (badkey ? 8U : 7U) << 16 | port);
     put32(buf[0] + 24, 4096);
     if (!send_frame(id, mr, buf[0], FRAME_HDR))
         conn = wait_conn_acc(id);
@@ -471,12 +476,25 @@ static void rma_frames(struct rdma_cm_id *id, unsigned int port) {
         if (rma_post_recv(id, i))
             break;
     rma_unreported = 0; /* the first RMA_RECV stand for those it assumed */
+    if (badkey) {
+        /* a read of the window at WIN_OFF, into an MR we never had */
+        n = rma_req(buf[0], conn, 300, 1, BADKEY_ROFF, 4096);
+        status = (uint32_t)-1;
+        /* the server sends the window's offset once it registered it */
+        if (wait_frame(id, F_DATA, &rid, &status))
+            printf("rma badkey no offset from the server\n");
+        else if (send_frame(id, mr, buf[0], n) || wait_frame(id, F_RMA_DONE, &rid, &status) ||
+                 rid != 300)
+            status = (uint32_t)-1;
+        printf("rma badkey status %d\n", (int)status);
+        goto out;
+    }
     for (i = 0; i < RMA_CASES; i++) {
         dst = rma_cases[i].dst == 1 ? conn : rma_cases[i].dst == 2 ? 999 : 0;
         n = rma_req(buf[0], dst, 100 + (uint32_t)i, rma_cases[i].op, rma_cases[i].roff,
                     rma_cases[i].len);
         status = (uint32_t)-1;
-        if (send_frame(id, mr, buf[0], n) || wait_rma_done(id, &rid, &status) ||
+        if (send_frame(id, mr, buf[0], n) || wait_frame(id, F_RMA_DONE, &rid, &status) ||
             rid != 100 + (uint32_t)i)
             status = (uint32_t)-1;
         printf("rma %s status %d\n", rma_cases[i].name, (int)status);
@@ -502,7 +520,7 @@ static void rma_frames(struct rdma_cm_id *id, unsigned int port) {
                 usleep(1000), i++;
         }
         got = 0;
-        while (got < RMA_FLOOD && !wait_rma_done(id, &rid, &status)) {
+        while (got < RMA_FLOOD && !wait_frame(id, F_RMA_DONE, &rid, &status)) {
             got++;
             enxio += status == ENXIO;
             ebusy += status == EBUSY;
@@ -522,6 +540,7 @@ static void rma_frames(struct rdma_cm_id *id, unsigned int port) {
     if (send_frame(id, mr, buf[0], FRAME_HDR))
         sent = -1;
     printf("rma unanswered sent %d\n", sent);
+out:
     ibv_dereg_mr(rma_pmr);
     ibv_dereg_mr(rma_rmr);
     ibv_dereg_mr(mr);
@@ -559,9 +578,9 @@ int main(int argc, char **argv) {
     char tag[64];
     unsigned long src, dst;
     char *end;
-    int opt, len, status, ret, frames = 0, cport = 0, crport = 0, rport = 0;
+    int opt, len, status, ret, frames = 0, cport = 0, crport = 0, rport = 0, kport = 0;
 
-    while ((opt = getopt(argc, argv, "fc:C:R:t:")) != -1) {
+    while ((opt = getopt(argc, argv, "fc:C:R:K:t:")) != -1) {
         if (opt == 'f') {
             frames = 1;
             continue;
@@ -569,6 +588,12 @@ int main(int argc, char **argv) {
         if (opt == 'c') {
             cport = atoi(optarg);
             if (cport < 1 || cport > 65535)
+                return usage();
+            continue;
+        }
+        if (opt == 'K') {
+            kport = atoi(optarg);
+            if (kport < 1 || kport > 65535)
                 return usage();
             continue;
         }
@@ -668,7 +693,9 @@ int main(int argc, char **argv) {
             printf("credit beyond data sent %d\n", credit_violation(id, (unsigned int)crport, 1));
         }
         if (rport)
-            rma_frames(id, (unsigned int)rport);
+            rma_frames(id, (unsigned int)rport, 0);
+        if (kport)
+            rma_frames(id, (unsigned int)kport, 1);
         printf("hostile_hello %s: ESTABLISHED\n", tag);
         rdma_disconnect(id);
         /* DISCONNECTED, or nothing within the timeout */
