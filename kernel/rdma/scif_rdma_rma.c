@@ -647,7 +647,7 @@ int srd_rma(struct scif_endpt *ep, struct scif_endpt *p, int op, u64 roff,
 
 		if (start && done && fatal_signal_pending(current)) {
 			serr = -EINTR;	/* killed: start nothing more */
-			start = false;
+			continue;	/* then reap what is out, if any */
 		}
 		if (start && tail == head) {
 			/* nothing of ours out: wait for a slot of the link */
