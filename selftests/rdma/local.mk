@@ -11,7 +11,7 @@ rdma_scif_nodes_SOURCES = rdma/scif_nodes.c
 rdma_scif_nodes_CPPFLAGS = -I$(top_srcdir)/include
 rdma_scif_nodes_LDADD = $(top_builddir)/lib/libscif.la
 
-# Endpoints and messaging across hosts: client and server halves
+# Node loss across hosts: server and client halves on the peer fixture
 # (tools/vm/rdma-msg.test).
 noinst_PROGRAMS += rdma/remote_msg
 rdma_remote_msg_SOURCES = rdma/remote_msg.c
