@@ -99,6 +99,7 @@ static int enodev_cli(struct peer_ctx *c) {
     CHECK(r >= 0);
     if (!r)
         return test_skip("the server has no REMOTE_MSG_FLAG");
+    CHECK(peer_sync(c) == 0); /* the server listens */
     /* blocks until the node is lost: the server never accepts */
     errno = 0;
     r = scif_connect(epd, &dst);
