@@ -127,11 +127,9 @@ int peer_sync(struct peer_ctx *c) {
     return 0;
 }
 
-/* One half of behaviour c->k: meet, run, exchange the results. */
-static int run_half(struct peer_ctx *c) {
-    const struct peer_test *t = &peer_tests[c->k - 1];
-    const char *me = c->server ? "server" : "client";
-    int r, theirs;
+/* Open the control connection of behaviour c->k and agree on k. */
+static int meet(struct peer_ctx *c) {
+    int theirs;
 
     if (c->server) {
         struct scif_portID from;
@@ -163,6 +161,28 @@ static int run_half(struct peer_ctx *c) {
             return KSFT_FAIL;
         CHECK(theirs == c->k, "the server runs behaviour %d, this client %d", theirs, c->k);
     }
+    return KSFT_PASS;
+}
+
+int peer_reconnect(struct peer_ctx *c) {
+    if (c->ctl >= 0)
+        close(c->ctl);
+    c->ctl = -1;
+    if (meet(c) != KSFT_PASS) {
+        diag("no new control connection");
+        return -1;
+    }
+    return 0;
+}
+
+/* One half of behaviour c->k: meet, run, exchange the results. */
+static int run_half(struct peer_ctx *c) {
+    const struct peer_test *t = &peer_tests[c->k - 1];
+    const char *me = c->server ? "server" : "client";
+    int r, theirs;
+
+    if (meet(c) != KSFT_PASS)
+        return KSFT_FAIL;
     r = c->server ? t->server(c) : t->client(c);
     if (r != KSFT_PASS && r != KSFT_SKIP)
         r = KSFT_FAIL;

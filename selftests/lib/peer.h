@@ -85,4 +85,12 @@ int peer_sync(struct peer_ctx *c);
 int peer_tell(struct peer_ctx *c, int v);
 int peer_hear(struct peer_ctx *c, int *v);
 
+/*
+ * For behaviours that lose the node (PEER_REMOTE_ONLY): a new control
+ * connection once it is back, met as at the start (the server listens on
+ * its control port again, the client retries while refused or the node
+ * is down).  Both halves call it before they return.  0, or -1.
+ */
+int peer_reconnect(struct peer_ctx *c);
+
 #endif /* OPENSCIF_SELFTESTS_LIB_PEER_H */

@@ -13,6 +13,7 @@ RMA_PROGS = \
 	rma/fork_test \
 	rma/limits_test \
 	rma/mmap_test \
+	rma/peer_rma_test \
 	rma/signal_test \
 	rma/soak_test \
 	rma/teardown_test \
@@ -42,6 +43,9 @@ rma_limits_test_SOURCES = rma/limits_test.c
 rma_limits_test_LDADD = $(SELFTEST_LDADD)
 rma_mmap_test_SOURCES = rma/mmap_test.c
 rma_mmap_test_LDADD = $(SELFTEST_LDADD)
+# against emulated node 1 here, across hosts in tools/vm/rdma-rma.test
+rma_peer_rma_test_SOURCES = rma/peer_rma_test.c
+rma_peer_rma_test_LDADD = $(SELFTEST_LDADD)
 rma_signal_test_SOURCES = rma/signal_test.c
 rma_signal_test_LDADD = $(SELFTEST_LDADD)
 rma_soak_test_SOURCES = rma/soak_test.c

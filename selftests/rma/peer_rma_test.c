@@ -1,0 +1,786 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * peer_rma_test: RMA, fences, scif_mmap and teardown with RDMA in flight
+ * between node 0 and the peer node, as server and client halves of the
+ * peer fixture (lib/peer.h).  In the rma area the peer is emulated node 1;
+ * tools/vm/rdma-rma.test runs the same binary as "--role server" on one
+ * host and "--role client --peer N" on the other (RMA across hosts,
+ * docs/transport.md: the host that owns a window moves the data).
+ *
+ * In most behaviours the server half registers two adjacent windows of
+ * HALF bytes at WIN_OFF (the second read-only in the EACCES behaviour)
+ * filled with srv_pat(), sends the offset on the data connection, waits
+ * for the client's expectation (a range [a, b) of the window space that
+ * must now hold cli_pat(j + delta), the rest unchanged), checks every
+ * byte, unregisters and acknowledges.  The client checks its side.
+ * Where an emulated peer and a remote one differ (scif_mmap of the peer's
+ * window), the behaviour checks each its own way (c->remote).
+ */
+#include <sys/mman.h>
+
+#include "peer.h"
+
+/* each of the server's two windows; together they hold a 16 MiB range */
+#define HALF ((8 << 20) + (64 << 10))
+#define WIN_OFF 0x100000
+/* fence signal: the client writes SIG_DATA bytes, then signals SIG_AT */
+#define SIG_DATA (1 << 20)
+#define SIG_AT (2 * HALF - 8)
+#define SIG_VAL 0xabcdef0123456789ULL
+
+/* What the server's windows hold at byte j of [0, 2 * HALF). */
+static uint8_t srv_pat(size_t j) {
+    return (uint8_t)(j * 7 + (j >> 9) + 1);
+}
+
+/* What the client's buffers hold at byte i. */
+static uint8_t cli_pat(size_t i) {
+    return (uint8_t)(i * 13 + (i >> 10) + 0x5a);
+}
+
+/* Server: accept on data port @i (listening before the sync), or -1. */
+static int srv_accept(struct peer_ctx *c, int i) {
+    struct scif_portID peer;
+    int l = peer_listen(c, i, 1), n;
+
+    if (l < 0 || peer_sync(c))
+        return -1;
+    n = peer_accept(c, l, &peer);
+    close(l);
+    if (n >= 0 && peer.node != c->other) {
+        diag("peer node %u, expected %d", peer.node, c->other);
+        close(n);
+        return -1;
+    }
+    return n;
+}
+
+/* 2 * HALF bytes of srv_pat(), or NULL. */
+static uint8_t *srv_buf(void) {
+    uint8_t *buf = aligned_alloc(4096, 2 * HALF);
+    size_t j;
+
+    if (buf)
+        for (j = 0; j < 2 * HALF; j++)
+            buf[j] = srv_pat(j);
+    return buf;
+}
+
+/* The two windows over @buf on @epd (the second read-only if @ro2): 0 or -1. */
+static int srv_windows(int epd, uint8_t *buf, int ro2) {
+    if (scif_register(epd, buf, HALF, WIN_OFF, SCIF_PROT_READ | SCIF_PROT_WRITE, SCIF_MAP_FIXED) !=
+        WIN_OFF) {
+        diag("register: %s", strerror(errno));
+        return -1;
+    }
+    if (scif_register(epd, buf + HALF, HALF, WIN_OFF + HALF,
+                      ro2 ? SCIF_PROT_READ : SCIF_PROT_READ | SCIF_PROT_WRITE,
+                      SCIF_MAP_FIXED) != WIN_OFF + HALF) {
+        diag("register the second window: %s", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* Check the windows against the expectation [a, b) -> cli_pat(j + delta). */
+static int srv_check(const uint8_t *buf, const int64_t exp[3]) {
+    size_t j, bad = 0, first = 0;
+
+    CHECK(exp[0] >= 0 && exp[0] <= exp[1] && exp[1] <= 2 * HALF, "bad expectation");
+    for (j = 0; j < 2 * HALF; j++) {
+        uint8_t want =
+            (int64_t)j >= exp[0] && (int64_t)j < exp[1] ? cli_pat(j + exp[2]) : srv_pat(j);
+
+        if (buf[j] != want && !bad++)
+            first = j;
+    }
+    CHECK(!bad, "%zu bytes of the server's windows wrong, the first at %zu: %#x", bad, first,
+          buf[first]);
+    return KSFT_PASS;
+}
+
+enum { SRV_PLAIN, SRV_RO2, SRV_SIGNAL, SRV_CLOSE, SRV_UNREG };
+
+/*
+ * Server half of the window behaviours: the windows, the offset sent, then
+ * by @mode: SRV_CLOSE closes after the client's start byte; SRV_UNREG
+ * unregisters the windows after it (the client's transfers run), tells the
+ * client and awaits its end; SRV_SIGNAL first watches for the client's
+ * remote signal after its data; else the expectation is checked.
+ */
+static int serve(struct peer_ctx *c, int mode) {
+    uint8_t *buf = srv_buf(), done = 0;
+    int64_t off = WIN_OFF, exp[3];
+    int epd, v;
+    size_t j;
+
+    CHECK(buf, "alloc");
+    epd = srv_accept(c, 0);
+    CHECK(epd >= 0, "accept");
+    CHECK(srv_windows(epd, buf, mode == SRV_RO2) == 0);
+    CHECK(send_all(epd, &off, sizeof(off)) == 0, "send offset");
+    if (mode == SRV_SIGNAL) {
+        /* the client's remote signal lands after the data it follows */
+        volatile uint64_t *w = (volatile uint64_t *)(buf + SIG_AT);
+
+        for (j = 0; j < 200000 && *w != SIG_VAL; j++)
+            sleep_ms(1);
+        CHECK(*w == SIG_VAL, "no remote signal: %#llx", (unsigned long long)*w);
+        for (j = 0; j < SIG_DATA; j++)
+            CHECK(buf[j] == cli_pat(j), "byte %zu when the signal was seen: %#x", j, buf[j]);
+        for (j = SIG_AT; j < SIG_AT + 8; j++)
+            buf[j] = srv_pat(j);
+    }
+    if (mode == SRV_CLOSE || mode == SRV_UNREG) {
+        CHECK(recv_all(epd, &done, 1) == 0, "the client's start byte");
+        if (mode == SRV_CLOSE) {
+            CHECK_OK(scif_close(epd));
+            free(buf);
+            return KSFT_PASS;
+        }
+        sleep_ms(20); /* ordering only: let transfers start */
+        CHECK_OK(scif_unregister(epd, WIN_OFF, 2 * HALF));
+        CHECK_ERR(scif_unregister(epd, WIN_OFF, HALF), ENXIO);
+        CHECK(peer_tell(c, 1) == 0);
+        CHECK(peer_hear(c, &v) == 0); /* the client is done */
+        exp[0] = exp[1] = exp[2] = 0;
+        CHECK(srv_check(buf, exp) == KSFT_PASS, "the reads changed the windows");
+        CHECK(send_all(epd, &done, 1) == 0, "send on the connection after the unregister");
+        CHECK_OK(scif_close(epd));
+        free(buf);
+        return KSFT_PASS;
+    }
+    CHECK(recv_all(epd, exp, sizeof(exp)) == 0, "the client's expectation");
+    CHECK(srv_check(buf, exp) == KSFT_PASS);
+    CHECK_OK(scif_unregister(epd, WIN_OFF, 2 * HALF));
+    CHECK(send_all(epd, &done, 1) == 0, "send the ack");
+    CHECK_OK(scif_close(epd));
+    free(buf);
+    return KSFT_PASS;
+}
+
+static int srv_plain(struct peer_ctx *c) {
+    return serve(c, SRV_PLAIN);
+}
+static int srv_ro2(struct peer_ctx *c) {
+    return serve(c, SRV_RO2);
+}
+static int srv_signal(struct peer_ctx *c) {
+    return serve(c, SRV_SIGNAL);
+}
+static int srv_close(struct peer_ctx *c) {
+    return serve(c, SRV_CLOSE);
+}
+static int srv_unreg(struct peer_ctx *c) {
+    return serve(c, SRV_UNREG);
+}
+
+/* Client: connect to data port 0 and learn the server's window offset. */
+static int cli_setup(struct peer_ctx *c, off_t *roff) {
+    int64_t off = 0;
+    int epd;
+
+    if (peer_sync(c))
+        return -1;
+    epd = peer_conn(c, 0);
+    if (epd < 0)
+        return -1;
+    if (recv_all(epd, &off, sizeof(off)) != 0) {
+        diag("recv offset");
+        close(epd);
+        return -1;
+    }
+    *roff = (off_t)off;
+    return epd;
+}
+
+/*
+ * Client: tell the server that [@a, @b) of its window space must hold
+ * cli_pat(j + @delta), the rest srv_pat(j); await its check.
+ */
+static int cli_done_exp(int epd, int64_t a, int64_t b, int64_t delta) {
+    int64_t exp[3] = {a, b, delta};
+    uint8_t d;
+
+    CHECK(send_all(epd, exp, sizeof(exp)) == 0, "send the expectation");
+    CHECK(recv_all(epd, &d, 1) == 0, "the server's ack");
+    CHECK_OK(scif_close(epd));
+    return KSFT_PASS;
+}
+
+static int cli_done(int epd) {
+    return cli_done_exp(epd, 0, 0, 0);
+}
+
+/* A local window on @epd at @loff of @len bytes of cli_pat(). */
+static int local_window(int epd, off_t loff, size_t len, uint8_t **buf) {
+    size_t i;
+
+    *buf = aligned_alloc(4096, len);
+    if (!*buf)
+        return -1;
+    for (i = 0; i < len; i++)
+        (*buf)[i] = cli_pat(i);
+    if (scif_register(epd, *buf, len, loff, SCIF_PROT_READ | SCIF_PROT_WRITE, SCIF_MAP_FIXED) !=
+        loff) {
+        diag("local register: %s", strerror(errno));
+        free(*buf);
+        return -1;
+    }
+    return 0;
+}
+
+/* Windows register and unregister on a peer-connected endpoint. */
+static int register_cli(struct peer_ctx *c) {
+    uint8_t *buf;
+    off_t roff, got;
+    int epd = cli_setup(c, &roff);
+
+    CHECK(epd >= 0, "connect");
+    CHECK(roff == WIN_OFF, "server's offset %lld", (long long)roff);
+    CHECK(local_window(epd, 0, 65536, &buf) == 0, "register at 0");
+    got = scif_register(epd, buf, 4096, 0, SCIF_PROT_READ, 0);
+    CHECK(got >= 65536, "register anywhere: %lld (%s)", (long long)got, strerror(errno));
+    CHECK_OK(scif_unregister(epd, got, 4096));
+    CHECK_OK(scif_unregister(epd, 0, 65536));
+    CHECK_ERR(scif_unregister(epd, 0, 65536), ENXIO);
+    free(buf);
+    return cli_done(epd);
+}
+
+/* The transfers of the data behaviours: size, server offset, local offset. */
+static const struct {
+    size_t len;
+    size_t roff; /* from WIN_OFF */
+    size_t loff;
+    int flags; /* without SCIF_RMA_SYNC: asynchronous, then a fence mark/wait */
+} xfers[] = {
+    {1, 0, 0, SCIF_RMA_SYNC},
+    {4096, 4096, 4096, SCIF_RMA_SYNC},
+    {4096, 8195, 13, 0},
+    {1 << 20, 65536 + 5, 4099, SCIF_RMA_SYNC | SCIF_RMA_USECPU},
+    {1 << 20, 2 << 20, 1, SCIF_RMA_ORDERED},
+    /* over both windows */
+    {16 << 20, 1, 4096 + 1, SCIF_RMA_SYNC},
+    {HALF - 5, HALF / 2, 17, 0},
+};
+#define NXFERS (sizeof(xfers) / sizeof(xfers[0]))
+
+/* readfrom the peer's windows into a local one, every size and flag. */
+static int readfrom_cli(struct peer_ctx *c) {
+    size_t i, j, len = 17 << 20;
+    uint8_t *buf;
+    off_t roff;
+    int epd = cli_setup(c, &roff);
+
+    CHECK(epd >= 0, "connect");
+    CHECK(local_window(epd, 0, len, &buf) == 0, "local window");
+    for (i = 0; i < NXFERS; i++) {
+        memset(buf, 0xee, len);
+        CHECK_OK(
+            scif_readfrom(epd, xfers[i].loff, xfers[i].len, roff + xfers[i].roff, xfers[i].flags));
+        if (!(xfers[i].flags & SCIF_RMA_SYNC))
+            CHECK_OK(fence_all(epd));
+        for (j = 0; j < len; j++) {
+            uint8_t want = j >= xfers[i].loff && j < xfers[i].loff + xfers[i].len
+                               ? srv_pat(j - xfers[i].loff + xfers[i].roff)
+                               : 0xee;
+
+            CHECK(buf[j] == want, "transfer %zu (%zu bytes): local byte %zu is %#x, expected %#x",
+                  i, xfers[i].len, j, buf[j], want);
+        }
+    }
+    CHECK_OK(scif_unregister(epd, 0, len));
+    free(buf);
+    return cli_done(epd);
+}
+
+/*
+ * writeto from a local window into the peer's.  Every transfer has local
+ * offset = server offset + WSHIFT, and together they cover one range from
+ * 0, so the server checks [0, end) holds cli_pat(j + WSHIFT).
+ */
+#define WSHIFT 4093
+
+static int writeto_cli(struct peer_ctx *c) {
+    size_t i, lo = SIZE_MAX, hi = 0, len = 17 << 20;
+    uint8_t *buf;
+    off_t roff;
+    int epd = cli_setup(c, &roff);
+
+    CHECK(epd >= 0, "connect");
+    CHECK(local_window(epd, 0, len, &buf) == 0, "local window");
+    for (i = 0; i < NXFERS; i++) {
+        size_t r = xfers[i].roff;
+
+        if (r + xfers[i].len > 2 * HALF - WSHIFT)
+            r = 2 * HALF - WSHIFT - xfers[i].len;
+        CHECK_OK(scif_writeto(epd, r + WSHIFT, xfers[i].len, roff + r, xfers[i].flags));
+        if (!(xfers[i].flags & SCIF_RMA_SYNC))
+            CHECK_OK(fence_all(epd));
+        lo = r < lo ? r : lo;
+        hi = r + xfers[i].len > hi ? r + xfers[i].len : hi;
+    }
+    CHECK_OK(scif_unregister(epd, 0, len));
+    free(buf);
+    CHECK(lo == 0, "ranges: %zu", lo);
+    return cli_done_exp(epd, (int64_t)lo, (int64_t)hi, WSHIFT);
+}
+
+/* vreadfrom into user memory (unaligned), every size. */
+static int vreadfrom_cli(struct peer_ctx *c) {
+    size_t len = (16 << 20) + 2, i, j;
+    uint8_t *buf = malloc(len);
+    off_t roff;
+    int epd;
+
+    CHECK(buf, "alloc");
+    epd = cli_setup(c, &roff);
+    CHECK(epd >= 0, "connect");
+    for (i = 0; i < NXFERS; i++) {
+        size_t n = xfers[i].len;
+
+        memset(buf, 0xee, len);
+        CHECK_OK(scif_vreadfrom(epd, buf + 1, n, roff + xfers[i].roff, xfers[i].flags));
+        if (!(xfers[i].flags & SCIF_RMA_SYNC))
+            CHECK_OK(fence_all(epd));
+        for (j = 0; j < len; j++) {
+            uint8_t want = j >= 1 && j < n + 1 ? srv_pat(j - 1 + xfers[i].roff) : 0xee;
+
+            CHECK(buf[j] == want, "transfer %zu: user byte %zu is %#x, expected %#x", i, j, buf[j],
+                  want);
+        }
+    }
+    free(buf);
+    return cli_done(epd);
+}
+
+/* vwriteto from user memory (unaligned) into the peer's windows. */
+#define VSHIFT 7
+
+static int vwriteto_cli(struct peer_ctx *c) {
+    size_t len = 2 * HALF + 64, i, hi = 0;
+    uint8_t *buf = malloc(len);
+    off_t roff;
+    int epd;
+
+    CHECK(buf, "alloc");
+    for (i = 0; i < len; i++)
+        buf[i] = cli_pat(i);
+    epd = cli_setup(c, &roff);
+    CHECK(epd >= 0, "connect");
+    for (i = 0; i < NXFERS; i++) {
+        size_t r = xfers[i].roff;
+
+        CHECK_OK(scif_vwriteto(epd, buf + r + VSHIFT, xfers[i].len, roff + r, xfers[i].flags));
+        if (!(xfers[i].flags & SCIF_RMA_SYNC))
+            CHECK_OK(fence_all(epd));
+        hi = r + xfers[i].len > hi ? r + xfers[i].len : hi;
+    }
+    free(buf);
+    return cli_done_exp(epd, 0, (int64_t)hi, VSHIFT);
+}
+
+/* Fence marks and waits over asynchronous transfers. */
+static int fence_mark_cli(struct peer_ctx *c) {
+    int epd, mark = -1, i;
+    uint8_t *buf;
+    off_t roff;
+    size_t j;
+
+    epd = cli_setup(c, &roff);
+    CHECK(epd >= 0, "connect");
+    CHECK(local_window(epd, 0, 1 << 20, &buf) == 0, "local window");
+    memset(buf, 0, 1 << 20);
+    for (i = 0; i < 4; i++)
+        CHECK_OK(scif_readfrom(epd, (off_t)i << 18, 1 << 18, roff + ((off_t)i << 18), 0));
+    CHECK_OK(scif_fence_mark(epd, SCIF_FENCE_INIT_SELF, &mark));
+    CHECK_OK(scif_fence_wait(epd, mark));
+    for (j = 0; j < 1 << 20; j++)
+        CHECK(buf[j] == srv_pat(j), "byte %zu after the fence: %#x", j, buf[j]);
+    CHECK_OK(scif_fence_mark(epd, SCIF_FENCE_INIT_PEER, &mark));
+    CHECK_OK(scif_fence_wait(epd, mark));
+    CHECK_OK(scif_unregister(epd, 0, 1 << 20));
+    free(buf);
+    return cli_done(epd);
+}
+
+/*
+ * fence_signal: a local signal after an asynchronous read is written after
+ * its data; a remote one after an asynchronous write lands after that
+ * write's data (the server watches), its local half too; a remote signal
+ * into a hole is ENXIO, misaligned EINVAL, neither half written.
+ */
+static int fence_signal_cli(struct peer_ctx *c) {
+    volatile uint64_t *w;
+    uint8_t *buf, *sig;
+    off_t roff;
+    size_t j;
+    int epd;
+
+    epd = cli_setup(c, &roff);
+    CHECK(epd >= 0, "connect");
+    CHECK(local_window(epd, 0, 4096, &sig) == 0, "local signal window");
+    CHECK(local_window(epd, 1 << 20, 1 << 20, &buf) == 0, "local data window");
+    memset(buf, 0, 1 << 20);
+    w = (volatile uint64_t *)sig;
+    w[1] = 0;
+    CHECK_OK(scif_readfrom(epd, 1 << 20, 1 << 20, roff + 3, 0));
+    CHECK_OK(scif_fence_signal(epd, 8, 0x1234, 0, 0, SCIF_FENCE_INIT_SELF | SCIF_SIGNAL_LOCAL));
+    for (j = 0; j < 100000 && w[1] != 0x1234; j++)
+        sleep_ms(1);
+    CHECK(w[1] == 0x1234, "local signal value %#llx", (unsigned long long)w[1]);
+    for (j = 0; j < 1 << 20; j++)
+        CHECK(buf[j] == srv_pat(j + 3), "byte %zu when the signal was seen: %#x", j, buf[j]);
+    /* buf holds cli_pat(j) again: the server's [0, SIG_DATA) gets it */
+    for (j = 0; j < SIG_DATA; j++)
+        buf[j] = cli_pat(j);
+    CHECK_OK(scif_writeto(epd, 1 << 20, SIG_DATA, roff, 0));
+    CHECK_OK(scif_fence_signal(epd, 24, 0x5678, roff + SIG_AT, SIG_VAL,
+                               SCIF_FENCE_INIT_SELF | SCIF_SIGNAL_LOCAL | SCIF_SIGNAL_REMOTE));
+    for (j = 0; j < 100000 && w[3] != 0x5678; j++)
+        sleep_ms(1);
+    CHECK(w[3] == 0x5678, "local half of the remote signal: %#llx", (unsigned long long)w[3]);
+    CHECK_ERR(scif_fence_signal(epd, 0, 0, roff + 2 * HALF, 0x99,
+                                SCIF_FENCE_INIT_SELF | SCIF_SIGNAL_REMOTE),
+              ENXIO);
+    CHECK_ERR(scif_fence_signal(epd, 16, 0x77, roff + 2 * HALF + 4096, 0x99,
+                                SCIF_FENCE_INIT_PEER | SCIF_SIGNAL_LOCAL | SCIF_SIGNAL_REMOTE),
+              ENXIO);
+    CHECK_ERR(scif_fence_signal(epd, 16, 0x77, roff + 4, 0x99,
+                                SCIF_FENCE_INIT_SELF | SCIF_SIGNAL_LOCAL | SCIF_SIGNAL_REMOTE),
+              EINVAL);
+    for (j = 0; j < 8; j++)
+        CHECK(sig[16 + j] == cli_pat(16 + j), "local value written although the call failed");
+    CHECK_OK(scif_unregister(epd, 0, 4096));
+    CHECK_OK(scif_unregister(epd, 1 << 20, 1 << 20));
+    free(buf);
+    free(sig);
+    return cli_done_exp(epd, 0, SIG_DATA, 0);
+}
+
+/*
+ * scif_mmap of the peer's window: an emulated node shares this kernel, the
+ * mapping shows the window's pages (both windows, across their border);
+ * across hosts there is no shared aperture: ENXIO.
+ */
+static int mmap_cli(struct peer_ctx *c) {
+    size_t j, len = 2 * 4096;
+    uint8_t *p;
+    off_t roff;
+    int epd;
+
+    epd = cli_setup(c, &roff);
+    CHECK(epd >= 0, "connect");
+    p = scif_mmap(NULL, len, SCIF_PROT_READ, 0, epd, roff + HALF - 4096);
+    if (c->remote) {
+        CHECK(p == SCIF_MMAP_FAILED && errno == ENXIO, "scif_mmap: %p (%s), expected ENXIO",
+              (void *)p, strerror(errno));
+        p = scif_mmap(NULL, 4096, SCIF_PROT_READ | SCIF_PROT_WRITE, 0, epd, roff);
+        CHECK(p == SCIF_MMAP_FAILED && errno == ENXIO, "scif_mmap rw: %p (%s), expected ENXIO",
+              (void *)p, strerror(errno));
+        return cli_done(epd);
+    }
+    CHECK(p != SCIF_MMAP_FAILED, "scif_mmap of the emulated peer's window: %s", strerror(errno));
+    for (j = 0; j < len; j++)
+        CHECK(p[j] == srv_pat(HALF - 4096 + j), "mapped byte %zu: %#x", j, p[j]);
+    CHECK_OK(scif_munmap(p, len));
+    p = scif_mmap(NULL, 4096, SCIF_PROT_READ, 0, epd, roff + 2 * HALF);
+    CHECK(p == SCIF_MMAP_FAILED && errno == ENXIO, "scif_mmap beyond the windows: %p (%s)",
+          (void *)p, strerror(errno));
+    return cli_done(epd);
+}
+
+/*
+ * The peer's checks: writing its read-only second window is EACCES
+ * (reading it works), a range beyond its windows or over a hole is ENXIO;
+ * nothing of a refused transfer is written on either side.
+ */
+static int errors_cli(struct peer_ctx *c) {
+    uint8_t *buf, *u = malloc(8192);
+    off_t roff;
+    size_t j;
+    int epd;
+
+    CHECK(u, "alloc");
+    epd = cli_setup(c, &roff);
+    CHECK(epd >= 0, "connect");
+    CHECK(local_window(epd, 0, 65536, &buf) == 0, "local window");
+    CHECK_ERR(scif_writeto(epd, 0, 4096, roff + HALF, SCIF_RMA_SYNC), EACCES);
+    CHECK_ERR(scif_writeto(epd, 0, 8192, roff + HALF - 4096, SCIF_RMA_SYNC), EACCES);
+    CHECK_ERR(scif_vwriteto(epd, buf, 100, roff + HALF + 5, SCIF_RMA_SYNC), EACCES);
+    CHECK_OK(scif_readfrom(epd, 0, 4096, roff + HALF, SCIF_RMA_SYNC));
+    for (j = 0; j < 4096; j++)
+        CHECK(buf[j] == srv_pat(HALF + j), "read-only window byte %zu: %#x", j, buf[j]);
+    memset(u, 0xee, 8192);
+    CHECK_ERR(scif_readfrom(epd, 0, 4096, roff + 2 * HALF, SCIF_RMA_SYNC), ENXIO);
+    CHECK_ERR(scif_readfrom(epd, 0, 8192, roff + 2 * HALF - 4096, SCIF_RMA_SYNC), ENXIO);
+    CHECK_ERR(scif_vreadfrom(epd, u, 8192, roff - 4096, SCIF_RMA_SYNC), ENXIO);
+    CHECK_ERR(scif_vreadfrom(epd, u, 1, 0x7ffffffffffff000LL, SCIF_RMA_SYNC), ENXIO);
+    for (j = 0; j < 8192; j++)
+        CHECK(u[j] == 0xee, "user byte %zu written by a refused transfer", j);
+    CHECK_OK(scif_unregister(epd, 0, 65536));
+    free(buf);
+    free(u);
+    return cli_done(epd);
+}
+
+/*
+ * The peer closes its endpoint while transfers run (@write: vwriteto,
+ * else readfrom): every call returns (0 or ECONNRESET/ENXIO), a fence wait
+ * returns, later calls fail with ECONNRESET or ENXIO; no hang.
+ */
+static int peer_close(struct peer_ctx *c, int write) {
+    size_t len = 4 << 20;
+    int epd, i, r, mark;
+    char start = 's';
+    uint8_t *buf;
+    off_t roff;
+
+    epd = cli_setup(c, &roff);
+    CHECK(epd >= 0, "connect");
+    CHECK(local_window(epd, 0, len, &buf) == 0, "local window");
+    /* before the server closes, a transfer works */
+    CHECK_OK(scif_readfrom(epd, 0, len, roff, SCIF_RMA_SYNC));
+    CHECK(buf[len - 1] == srv_pat(len - 1), "data before the close");
+    CHECK(send_all(epd, &start, 1) == 0, "send the start byte");
+    for (i = 0; i < 64; i++) {
+        int fl = i & 1 ? SCIF_RMA_SYNC : 0;
+
+        r = write ? scif_vwriteto(epd, buf, len, roff, fl) : scif_readfrom(epd, 0, len, roff, fl);
+        if (r < 0) {
+            CHECK(errno == ECONNRESET || errno == ENXIO, "transfer %d: %s", i, strerror(errno));
+            break;
+        }
+    }
+    r = scif_fence_mark(epd, SCIF_FENCE_INIT_SELF, &mark);
+    if (r == 0)
+        r = scif_fence_wait(epd, mark);
+    CHECK(r == 0 || errno == ECONNRESET, "fence: %s", strerror(errno));
+    for (i = 0; i < 600; i++) {
+        r = write ? scif_vwriteto(epd, buf, 4096, roff, SCIF_RMA_SYNC)
+                  : scif_readfrom(epd, 0, 4096, roff, SCIF_RMA_SYNC);
+        if (r < 0)
+            break;
+        sleep_ms(100);
+    }
+    CHECK(r < 0 && (errno == ECONNRESET || errno == ENXIO), "after the close: %d (%s)", r,
+          strerror(errno));
+    scif_unregister(epd, 0, len);
+    CHECK_OK(scif_close(epd));
+    free(buf);
+    return KSFT_PASS;
+}
+
+static int close_read_cli(struct peer_ctx *c) {
+    return peer_close(c, 0);
+}
+static int close_write_cli(struct peer_ctx *c) {
+    return peer_close(c, 1);
+}
+
+/*
+ * The peer unregisters its windows while transfers run: the unregister
+ * succeeds at once, each transfer returns 0 (its data complete) or ENXIO,
+ * a fence wait returns, every later transfer is ENXIO, and the connection
+ * itself still works.
+ */
+static int unreg_cli(struct peer_ctx *c) {
+    size_t len = 4 << 20, j;
+    int epd, i, r, v;
+    char start = 's';
+    uint8_t *buf;
+    off_t roff;
+
+    epd = cli_setup(c, &roff);
+    CHECK(epd >= 0, "connect");
+    CHECK(local_window(epd, 0, len, &buf) == 0, "local window");
+    CHECK(send_all(epd, &start, 1) == 0, "send the start byte");
+    for (i = 0; i < 200; i++) {
+        int sync = i & 1;
+
+        memset(buf, 0xee, len);
+        r = scif_readfrom(epd, 0, len, roff, sync ? SCIF_RMA_SYNC : 0);
+        if (r < 0) {
+            CHECK(errno == ENXIO, "transfer %d: %s, expected ENXIO", i, strerror(errno));
+            break;
+        }
+        if (!sync)
+            continue;
+        for (j = 0; j < len; j += 4093)
+            CHECK(buf[j] == srv_pat(j), "transfer %d returned 0, byte %zu is %#x", i, j, buf[j]);
+        CHECK(buf[len - 1] == srv_pat(len - 1), "transfer %d: the last byte", i);
+    }
+    r = fence_all(epd);
+    CHECK(r == 0 || errno == ENXIO, "fence: %s", strerror(errno));
+    CHECK(peer_hear(c, &v) == 0); /* unregistered */
+    CHECK_ERR(scif_readfrom(epd, 0, 4096, roff, SCIF_RMA_SYNC), ENXIO);
+    CHECK_ERR(scif_writeto(epd, 0, 4096, roff + HALF, SCIF_RMA_SYNC), ENXIO);
+    CHECK_ERR(scif_vreadfrom(epd, buf, 100, roff + 5, SCIF_RMA_SYNC), ENXIO);
+    CHECK_ERR(scif_vwriteto(epd, buf, 2 << 20, roff + 1, SCIF_RMA_SYNC), ENXIO);
+    CHECK_OK(scif_unregister(epd, 0, len));
+    CHECK(peer_tell(c, 1) == 0);
+    CHECK(recv_all(epd, &start, 1) == 0, "recv after the unregister: %s", strerror(errno));
+    CHECK_OK(scif_close(epd));
+    free(buf);
+    return KSFT_PASS;
+}
+
+/*
+ * Kill -9 with RDMA in flight.  Data port 0 carries a survivor connection
+ * (a small window of the server's), port 1 the victim's (the two big
+ * windows).  The client's child loops 16 MiB vreadfroms on the victim
+ * connection and is killed with SIGKILL while one is in flight.  Then the
+ * server's end of the victim connection sees ECONNRESET, the survivor
+ * still moves data both ways by RMA and by messages, and once both sides
+ * closed everything the RMA counters are zero on both.
+ */
+#define SURV 65536
+
+static int kill_srv(struct peer_ctx *c) {
+    uint8_t *big = srv_buf(), *small = aligned_alloc(4096, SURV), ch;
+    int64_t off = WIN_OFF, exp[3] = {0, 0, 0};
+    int surv, vic, v, r;
+    size_t j;
+
+    CHECK(big && small, "alloc");
+    for (j = 0; j < SURV; j++)
+        small[j] = srv_pat(j + 11);
+    surv = srv_accept(c, 0);
+    CHECK(surv >= 0, "accept the survivor");
+    CHECK(scif_register(surv, small, SURV, 0, SCIF_PROT_READ | SCIF_PROT_WRITE, SCIF_MAP_FIXED) ==
+              0,
+          "register the survivor's window: %s", strerror(errno));
+    vic = srv_accept(c, 1);
+    CHECK(vic >= 0, "accept the victim");
+    CHECK(srv_windows(vic, big, 0) == 0);
+    CHECK(send_all(vic, &off, sizeof(off)) == 0, "send offset");
+    CHECK(peer_hear(c, &v) == 0); /* killed */
+    {
+        struct pollfd p = {.fd = vic, .events = POLLIN};
+
+        CHECK(poll(&p, 1, c->wait_s * 1000) == 1 && (p.revents & POLLHUP),
+              "the victim's connection: revents %#x", p.revents);
+    }
+    CHECK_ERR(scif_send(vic, &ch, 1, SCIF_SEND_BLOCK), ECONNRESET);
+    CHECK(srv_check(big, exp) == KSFT_PASS, "the victim's reads changed the windows");
+    r = scif_unregister(vic, WIN_OFF, 2 * HALF);
+    CHECK(r == 0 || errno == ECONNRESET, "unregister after the victim died: %s", strerror(errno));
+    CHECK_OK(scif_close(vic));
+    /* the survivor: messages both ways, then the client's RMA */
+    CHECK(recv_all(surv, &v, 4) == 0, "recv on the survivor: %s", strerror(errno));
+    v += 1;
+    CHECK(send_all(surv, &v, 4) == 0, "send on the survivor: %s", strerror(errno));
+    CHECK(peer_hear(c, &v) == 0); /* the client wrote [SURV / 2, SURV) */
+    for (j = 0; j < SURV; j++)
+        CHECK(small[j] == (j < SURV / 2 ? srv_pat(j + 11) : cli_pat(j)),
+              "survivor window byte %zu: %#x", j, small[j]);
+    CHECK_OK(scif_unregister(surv, 0, SURV));
+    CHECK_OK(scif_close(surv));
+    free(big);
+    free(small);
+    CHECK(peer_sync(c) == 0); /* the server is done with the survivor */
+    CHECK(peer_sync(c) == 0); /* both closed everything */
+    return rma_counters_zero();
+}
+
+static int kill_cli(struct peer_ctx *c) {
+    int surv, v = 41, st = 0, pfd[2], i;
+    size_t len = 16 << 20, j;
+    uint8_t *u = malloc(SURV + 1);
+    char ch;
+    pid_t pid;
+
+    CHECK(u, "alloc");
+    CHECK(peer_sync(c) == 0);
+    surv = peer_conn(c, 0);
+    CHECK(surv >= 0, "connect the survivor");
+    CHECK_OK(pipe(pfd));
+    CHECK(peer_sync(c) == 0);
+    pid = fork();
+    CHECK(pid >= 0, "fork");
+    if (pid == 0) {
+        uint8_t *buf = malloc(len + 1);
+        int64_t off;
+        int n = peer_conn(c, 1);
+
+        if (n < 0 || !buf || recv_all(n, &off, sizeof(off)))
+            _exit(1);
+        if (scif_vreadfrom(n, buf + 1, len, off + 1, SCIF_RMA_SYNC))
+            _exit(2);
+        if (write(pfd[1], "r", 1) != 1)
+            _exit(3);
+        for (;;)
+            if (scif_vreadfrom(n, buf + 1, len, off + 1, SCIF_RMA_SYNC))
+                _exit(4);
+    }
+    close(pfd[1]);
+    {
+        struct pollfd p = {.fd = pfd[0], .events = POLLIN};
+
+        CHECK(poll(&p, 1, c->wait_s * 1000) == 1 && read(pfd[0], &ch, 1) == 1,
+              "the child's first 16 MiB vreadfrom did not complete");
+    }
+    /* kill it while a vreadfrom is in flight (the counter says so) */
+    for (i = 0; i < 100000 && dbg_counter("rma_inflight") <= 0; i++)
+        ;
+    CHECK(i < 100000, "no RMA in flight seen (debugfs rma_inflight %lld)",
+          dbg_counter("rma_inflight"));
+    CHECK_OK(kill(pid, SIGKILL));
+    CHECK(waitpid(pid, &st, 0) == pid && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL,
+          "child status %#x", st);
+    CHECK(peer_tell(c, 1) == 0);
+    /* the survivor: a message round trip, an RMA each way */
+    CHECK(send_all(surv, &v, 4) == 0, "send on the survivor: %s", strerror(errno));
+    CHECK(recv_all(surv, &v, 4) == 0 && v == 42, "recv on the survivor: %d (%s)", v,
+          strerror(errno));
+    memset(u, 0xee, SURV + 1);
+    CHECK_OK(scif_vreadfrom(surv, u + 1, SURV - 3, 3, SCIF_RMA_SYNC));
+    CHECK(u[0] == 0xee, "byte before the read");
+    for (j = 0; j < SURV - 3; j++)
+        CHECK(u[j + 1] == srv_pat(j + 3 + 11), "survivor read byte %zu: %#x", j, u[j + 1]);
+    for (j = 0; j < SURV; j++)
+        u[j] = cli_pat(j);
+    CHECK_OK(scif_vwriteto(surv, u + SURV / 2, SURV / 2, SURV / 2, 0));
+    CHECK_OK(fence_all(surv));
+    CHECK(peer_tell(c, 1) == 0);
+    CHECK(peer_sync(c) == 0); /* the server is done with the survivor */
+    CHECK_OK(scif_close(surv));
+    free(u);
+    CHECK(peer_sync(c) == 0); /* both closed everything */
+    return rma_counters_zero();
+}
+
+/* Nothing pinned, registered, mapped or in flight is left behind. */
+static int counters(struct peer_ctx *c) {
+    CHECK(peer_sync(c) == 0);
+    return rma_counters_zero();
+}
+
+static const struct peer_test tests[] = {
+    {"peer rma: register and unregister on a peer-connected endpoint", srv_plain, register_cli, 300,
+     0},
+    {"peer rma: readfrom 1 B .. 16 MiB over two windows, data checked", srv_plain, readfrom_cli,
+     900, 0},
+    {"peer rma: writeto 1 B .. 16 MiB over two windows, data checked", srv_plain, writeto_cli, 900,
+     0},
+    {"peer rma: vreadfrom 1 B .. 16 MiB unaligned, data checked", srv_plain, vreadfrom_cli, 900, 0},
+    {"peer rma: vwriteto 1 B .. 16 MiB unaligned, data checked", srv_plain, vwriteto_cli, 900, 0},
+    {"peer rma: fence mark/wait over asynchronous transfers", srv_plain, fence_mark_cli, 300, 0},
+    {"peer rma: local and remote fence signals after the data", srv_signal, fence_signal_cli, 300,
+     0},
+    {"peer rma: scif_mmap of the peer's window (ENXIO across hosts)", srv_plain, mmap_cli, 300, 0},
+    {"peer rma: EACCES and ENXIO from the peer, nothing written", srv_ro2, errors_cli, 300, 0},
+    {"peer rma: peer closes during readfroms: ECONNRESET/ENXIO, no hang", srv_close, close_read_cli,
+     300, 0},
+    {"peer rma: peer closes during vwritetos: ECONNRESET/ENXIO, no hang", srv_close,
+     close_write_cli, 300, 0},
+    {"peer rma: peer unregisters during transfers: ENXIO, no hang", srv_unreg, unreg_cli, 300, 0},
+    {"peer rma: kill -9 mid 16 MiB vreadfrom: other connections work, counters zero", kill_srv,
+     kill_cli, 600, 0},
+    {"peer rma: RMA counters zero on both sides", counters, counters, 120, 0},
+};
+
+int main(int argc, char **argv) {
+    return peer_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
+}
