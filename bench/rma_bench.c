@@ -33,8 +33,11 @@
  * scif_vreadfrom, scif_vwriteto, scif_readfrom and scif_writeto, then the
  * latency of an 8-byte synchronous scif_vreadfrom (mean and median, us).
  * The server exits when the client is done (--peer NODE --quit: without
- * measuring).  Iterations are bounded: -n ITERS per size, by default about 16 MiB per
- * size (20 .. 2000 calls), 2000 latency calls.
+ * measuring).  Iterations are bounded: -n ITERS per size and call (default
+ * about 16 MiB per size, 20 .. 2000 calls; latency: 2000 calls, or ITERS
+ * when fewer), and each measurement stops after -T SECONDS (default 5;
+ * latency: twice that) once it has made 3 calls: a Soft-RoCE round trip
+ * under TCG takes tens of ms.
  * --csv FILE (anywhere; or SCIF_BENCH_CSV=FILE) also appends the figures
  * to FILE as CSV (results.h) for bench/plot.
  * --numa WHERE (anywhere; or SCIF_BENCH_NUMA=WHERE): every buffer (the
@@ -521,19 +524,27 @@ static int rone(scif_epd_t ep, uint8_t *buf, enum rkind k, size_t len) {
     }
 }
 
-/* MiB/s of n calls of kind k at len (after one warm-up call); -1 on error. */
-static double rbw(scif_epd_t ep, uint8_t *buf, enum rkind k, size_t len, long n) {
-    double t0, t;
+/* Each measurement: at most -n calls and, past 3 calls, at most -T seconds. */
+static double remote_secs = 5;
+
+/*
+ * MiB/s of up to n calls of kind k at len (after one warm-up call), fewer
+ * when remote_secs run out; *done: the calls made.  -1 on error.
+ */
+static double rbw(scif_epd_t ep, uint8_t *buf, enum rkind k, size_t len, long n, long *done) {
+    double t0, t = 0;
     long i;
 
     if (rone(ep, buf, k, len))
         return -1;
     t0 = now_sec();
-    for (i = 0; i < n; i++)
+    for (i = 0; i < n && (i < 3 || t < remote_secs); i++) {
         if (rone(ep, buf, k, len))
             return -1;
-    t = now_sec() - t0;
-    return t > 0 ? (double)n * len / t / MiB : -1;
+        t = now_sec() - t0;
+    }
+    *done = i;
+    return t > 0 ? (double)i * len / t / MiB : -1;
 }
 
 /* Parses "8,4096,..." into sizes[] (at most max); returns the count, 0 on error. */
@@ -544,7 +555,8 @@ static int parse_sizes(const char *arg, size_t *sizes, int max) {
         char *end;
         unsigned long long v = strtoull(arg, &end, 10);
 
-        if (end == arg || v < 1 || v > REMOTE_MAX || n == max || (*end && *end != ','))
+        if (end == arg || v < 1 || v > REMOTE_MAX || n == max || (*end && *end != ',') ||
+            (*end == ',' && !end[1]))
             return 0;
         sizes[n++] = (size_t)v;
         arg = *end ? end + 1 : end;
@@ -555,21 +567,26 @@ static int parse_sizes(const char *arg, size_t *sizes, int max) {
 static void remote_usage(void) {
     fprintf(stderr, "usage: rma_bench [max_MiB] [--csv FILE] [--numa WHERE]\n"
                     "       rma_bench --server [PORT]\n"
-                    "       rma_bench --peer NODE[:PORT] [-s SIZE,...] [-n ITERS] [--csv FILE]\n"
+                    "       rma_bench --peer NODE[:PORT] [-s SIZE,...] [-n ITERS] [-T SECONDS]\n"
+                    "                 [--quit] [--csv FILE]\n"
                     "  sizes 1 .. 67108864 bytes (default 8,4096,65536,262144,1048576,4194304);\n"
-                    "  ITERS 1 .. 1000000 (default about 16 MiB per size, 20 .. 2000 calls)\n");
+                    "  ITERS 1 .. 1000000 (default about 16 MiB per size, 20 .. 2000 calls;\n"
+                    "  latency: 2000 calls); SECONDS 0.1 .. 3600 (default 5; latency: twice)\n");
     exit(2);
 }
 
 /* --peer: the bandwidth table and the 8-byte latency; 0, or 1 on a failed call. */
 static int remote_peer(struct scif_portID *dst, const size_t *sizes, int nsizes, long iters) {
+    const int lat_n = iters > 0 && iters < LAT_N ? (int)iters : LAT_N;
     struct remote_req q = {REMOTE_MAGIC, 0, 0};
     static double t[LAT_N];
     size_t win = 4096;
     double sum = 0;
     scif_epd_t ep;
     uint8_t *buf;
-    int i, k, fails = 0;
+    int i, k, fails = 0, lat_failed = 0;
+    long done[4] = {0, 0, 0, 0};
+    double lt0;
     char a;
 
     for (i = 0; i < nsizes; i++)
@@ -587,8 +604,9 @@ static int remote_peer(struct scif_portID *dst, const size_t *sizes, int nsizes,
     printf("rma_bench: across hosts, node %u port %u, windows of %zu bytes, synchronous calls\n",
            dst->node, dst->port, win);
     printf("bandwidth in MiB/s (perftest's \"MB/sec\"), one call at a time:\n");
-    printf("%10s %8s %14s %14s %14s %14s\n", "bytes", "calls", rkind_name[0], rkind_name[1],
-           rkind_name[2], rkind_name[3]);
+    printf("(calls: of each column, at most %.0f s each)\n", remote_secs);
+    printf("%10s %14s %14s %14s %14s %s\n", "bytes", rkind_name[0], rkind_name[1], rkind_name[2],
+           rkind_name[3], "calls");
     for (i = 0; i < nsizes; i++) {
         size_t len = sizes[i];
         long n = iters;
@@ -597,9 +615,9 @@ static int remote_peer(struct scif_portID *dst, const size_t *sizes, int nsizes,
             n = (long)(16 * MiB / len);
             n = n > 2000 ? 2000 : n < 20 ? 20 : n;
         }
-        printf("%10zu %8ld", len, n);
+        printf("%10zu", len);
         for (k = 0; k < 4; k++) {
-            double v = rbw(ep, buf, (enum rkind)k, len, n);
+            double v = rbw(ep, buf, (enum rkind)k, len, n, &done[k]);
             char path[48];
 
             if (v < 0) {
@@ -612,28 +630,35 @@ static int remote_peer(struct scif_portID *dst, const size_t *sizes, int nsizes,
             snprintf(path, sizeof(path), "%s remote", rkind_name[k]);
             results_add("bandwidth", path, len, v, "MiB/s");
         }
-        printf("\n");
+        printf(" %ld/%ld/%ld/%ld\n", done[0], done[1], done[2], done[3]);
         fflush(stdout);
     }
-    for (i = 0; i < LAT_N + 1; i++) {
+    lt0 = now_sec();
+    for (i = 0; i < lat_n + 1; i++) {
         double a0 = now_sec();
 
         if (scif_vreadfrom(ep, buf, 8, 0, SCIF_RMA_SYNC)) {
             fprintf(stderr, "rma_bench: scif_vreadfrom 8: %s\n", strerror(errno));
-            fails = 1;
+            fails = lat_failed = 1;
             break;
         }
         if (i) /* the first call warms up */
             t[i - 1] = (now_sec() - a0) * 1e6;
+        if (i >= 3 && now_sec() - lt0 > 2 * remote_secs) {
+            i++;
+            break;
+        }
     }
-    if (i == LAT_N + 1) {
-        for (i = 0; i < LAT_N; i++)
+    if (!lat_failed) {
+        int m = i - 1;
+
+        for (i = 0; i < m; i++)
             sum += t[i];
-        qsort(t, LAT_N, sizeof(t[0]), cmp_double);
-        printf("8-byte scif_vreadfrom latency (%d calls): mean %.2f us, median %.2f us\n", LAT_N,
-               sum / LAT_N, t[LAT_N / 2]);
-        results_add("latency", "scif_vreadfrom remote mean", 8, sum / LAT_N, "us");
-        results_add("latency", "scif_vreadfrom remote median", 8, t[LAT_N / 2], "us");
+        qsort(t, (size_t)m, sizeof(t[0]), cmp_double);
+        printf("8-byte scif_vreadfrom latency (%d calls): mean %.2f us, median %.2f us\n", m,
+               sum / m, t[m / 2]);
+        results_add("latency", "scif_vreadfrom remote mean", 8, sum / m, "us");
+        results_add("latency", "scif_vreadfrom remote median", 8, t[m / 2], "us");
     }
     a = 'q';
     (void)scif_send(ep, &a, 1, SCIF_SEND_BLOCK);
@@ -666,7 +691,7 @@ static long parse_u16(const char *s, char **end, long min) {
 static void remote_main(int argc, char **argv) {
     size_t sizes[32] = {8, 4096, 65536, 262144, 1048576, 4194304};
     struct scif_portID dst = {0, REMOTE_PORT};
-    int i, nsizes = 6, server = 0, peer = 0, quit = 0;
+    int i, nsizes = 6, server = 0, peer = 0, quit = 0, secs_given = 0;
     long iters = 0, v;
     char *end;
 
@@ -706,19 +731,24 @@ static void remote_main(int argc, char **argv) {
             iters = strtol(argv[++i], &end, 10);
             if (*end || iters < 1 || iters > 1000000)
                 remote_usage();
+        } else if (!strcmp(arg, "-T") && i + 1 < argc) {
+            remote_secs = strtod(argv[++i], &end);
+            if (*end || !(remote_secs >= 0.1 && remote_secs <= 3600))
+                remote_usage();
+            secs_given = 1;
         } else if (!strcmp(arg, "--quit")) {
             quit = 1;
         } else {
             remote_usage();
         }
     }
-    if (server == peer || (server && (quit || iters || nsizes != 6)))
+    if (server == peer || (server && (quit || iters || nsizes != 6 || secs_given)))
         remote_usage();
     if (getenv("RMA_BENCH_PARSE_ONLY")) { /* the option-parsing test */
         printf("%s node %u port %u sizes", server ? "server" : "peer", dst.node, dst.port);
         for (i = 0; i < nsizes; i++)
             printf(" %zu", sizes[i]);
-        printf(" iters %ld quit %d\n", iters, quit);
+        printf(" iters %ld secs %g quit %d\n", iters, remote_secs, quit);
         exit(0);
     }
     if (server)
