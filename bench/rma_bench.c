@@ -467,8 +467,7 @@ static int remote_serve(uint16_t port) {
             return 0;
         }
         buf = map_buf(q.len);
-        if (scif_register(ep, buf, q.len, 0, SCIF_PROT_READ | SCIF_PROT_WRITE, SCIF_MAP_FIXED) !=
-            0)
+        if (scif_register(ep, buf, q.len, 0, SCIF_PROT_READ | SCIF_PROT_WRITE, SCIF_MAP_FIXED) != 0)
             die("scif_register (server window)");
         if (scif_send(ep, &k, 1, SCIF_SEND_BLOCK) != 1)
             die("scif_send");
