@@ -625,7 +625,7 @@ static int remote_peer(struct scif_portID *dst, const size_t *sizes, int nsizes,
                 fprintf(stderr, "rma_bench: %s %zu: %s\n", rkind_name[k], len, strerror(errno));
                 continue;
             }
-            printf(" %14.2f", v);
+            printf(" %14.4g", v);
             snprintf(path, sizeof(path), "%s remote", rkind_name[k]);
             results_add("bandwidth", path, len, v, "MiB/s");
         }
