@@ -24,20 +24,20 @@
  *
  * usage: rma_bench [max_size_MiB]      (default 64)
  *        rma_bench --server [PORT]                              (one host)
- *        rma_bench --peer NODE[:PORT] [-s SIZE,...] [-n ITERS]  (the other)
+ *        rma_bench --peer NODE[:PORT] [-s SIZE,...] [-n ITERS] [-T SECONDS]
  * Across hosts (scif_rdma.ko): --server accepts one connection at a time,
  * registers a window of the size the client asks for (up to 64 MiB) at
- * offset 0 and holds it until the client closes or says quit; --peer
- * connects, registers a local window of the largest size too, and measures
- * per size the bandwidth (MiB/s, as perftest's "MB/sec") of synchronous
- * scif_vreadfrom, scif_vwriteto, scif_readfrom and scif_writeto, then the
- * latency of an 8-byte synchronous scif_vreadfrom (mean and median, us).
- * The server exits when the client is done (--peer NODE --quit: without
- * measuring).  Iterations are bounded: -n ITERS per size and call (default
- * about 16 MiB per size, 20 .. 2000 calls; latency: 2000 calls, or ITERS
- * when fewer), and each measurement stops after -T SECONDS (default 5;
- * latency: twice that) once it has made 3 calls: a Soft-RoCE round trip
- * under TCG takes tens of ms.
+ * offset 0 and holds it until that client is done, then exits (a client
+ * that dies only ends its own connection); --peer NODE --quit ends it
+ * without measuring.  --peer connects, registers a local window of the
+ * largest size too, and measures per size the bandwidth (MiB/s, as
+ * perftest's "MB/sec") of synchronous scif_vreadfrom, scif_vwriteto,
+ * scif_readfrom and scif_writeto, then the latency of an 8-byte
+ * synchronous scif_vreadfrom (mean and median, us).  Iterations are
+ * bounded: -n ITERS per size and call (default about 16 MiB per size,
+ * 20 .. 2000 calls; latency: 2000 calls, or ITERS when fewer), and each
+ * measurement stops after -T SECONDS (default 5; latency: twice that) once
+ * it has made 3 calls: a Soft-RoCE round trip under TCG takes tens of ms.
  * --csv FILE (anywhere; or SCIF_BENCH_CSV=FILE) also appends the figures
  * to FILE as CSV (results.h) for bench/plot.
  * --numa WHERE (anywhere; or SCIF_BENCH_NUMA=WHERE): every buffer (the
