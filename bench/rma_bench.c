@@ -23,6 +23,21 @@
  * cost of RMA with 10,000 windows registered on each endpoint next to one.
  *
  * usage: rma_bench [max_size_MiB]      (default 64)
+ *        rma_bench --server [PORT]                              (one host)
+ *        rma_bench --peer NODE[:PORT] [-s SIZE,...] [-n ITERS] [-T SECONDS]
+ * Across hosts (scif_rdma.ko): --server accepts one connection at a time,
+ * registers a window of the size the client asks for (up to 64 MiB) at
+ * offset 0 and holds it until that client is done, then exits (a client
+ * that dies only ends its own connection); --peer NODE --quit ends it
+ * without measuring.  --peer connects, registers a local window of the
+ * largest size too, and measures per size the bandwidth (MiB/s, as
+ * perftest's "MB/sec") of synchronous scif_vreadfrom, scif_vwriteto,
+ * scif_readfrom and scif_writeto, then the latency of an 8-byte
+ * synchronous scif_vreadfrom (mean and median, us).  Iterations are
+ * bounded: -n ITERS per size and call (default about 16 MiB per size,
+ * 20 .. 2000 calls; latency: 2000 calls, or ITERS when fewer), and each
+ * measurement stops after -T SECONDS (default 5; latency: twice that) once
+ * it has made 3 calls: a Soft-RoCE round trip under TCG takes tens of ms.
  * --csv FILE (anywhere; or SCIF_BENCH_CSV=FILE) also appends the figures
  * to FILE as CSV (results.h) for bench/plot.
  * --numa WHERE (anywhere; or SCIF_BENCH_NUMA=WHERE): every buffer (the
@@ -399,6 +414,351 @@ static const char *const bw_path[11] = {
     "kernel copy",        "kernel copy (bounce)",
 };
 
+/* ---- across hosts: --server and --peer ---- */
+
+#define REMOTE_PORT 3013
+#define REMOTE_MAGIC 0x616d7273U /* "srma" */
+#define REMOTE_MAX (64 * MiB)
+
+/* The --peer side's request, first on each connection; the server answers one byte. */
+struct remote_req {
+    uint32_t magic; /* REMOTE_MAGIC */
+    uint32_t quit;  /* 1: the server is to exit (no window) */
+    uint64_t len;   /* the window: a multiple of 4096, 4096 .. REMOTE_MAX */
+};
+
+static int xrecv(scif_epd_t ep, void *p, int len) {
+    return scif_recv(ep, p, len, SCIF_RECV_BLOCK) == len ? 0 : -1;
+}
+
+/* --server: one connection at a time until a quit request. */
+static int remote_serve(uint16_t port) {
+    struct scif_portID from;
+    scif_epd_t lep, ep;
+
+    lep = scif_open();
+    if (lep < 0)
+        die("scif_open");
+    if (scif_bind(lep, port) < 0)
+        die("scif_bind");
+    if (scif_listen(lep, 4) < 0)
+        die("scif_listen");
+    printf("rma_bench: serving on port %u\n", port);
+    fflush(stdout);
+    for (;;) {
+        struct remote_req q;
+        uint8_t *buf;
+        char k = 'k';
+
+        if (scif_accept(lep, &from, &ep, SCIF_ACCEPT_SYNC) < 0) {
+            if (errno == EINTR)
+                continue;
+            die("scif_accept");
+        }
+        if (xrecv(ep, &q, sizeof(q)) || q.magic != REMOTE_MAGIC || q.quit > 1 ||
+            (!q.quit && (q.len < 4096 || q.len > REMOTE_MAX || q.len % 4096))) {
+            fprintf(stderr, "rma_bench: bad request from node %u, ignored\n", from.node);
+            scif_close(ep);
+            continue;
+        }
+        if (q.quit) {
+            scif_close(ep);
+            scif_close(lep);
+            return 0;
+        }
+        buf = map_buf(q.len);
+        if (scif_register(ep, buf, q.len, 0, SCIF_PROT_READ | SCIF_PROT_WRITE, SCIF_MAP_FIXED) != 0)
+            die("scif_register (server window)");
+        if (scif_send(ep, &k, 1, SCIF_SEND_BLOCK) != 1)
+            die("scif_send");
+        /*
+         * The client's "done" byte ('q': this server is done too), or its
+         * close (recv fails: serve the next one): the window goes.
+         */
+        if (scif_recv(ep, &k, 1, SCIF_RECV_BLOCK) != 1)
+            k = 0;
+        scif_close(ep);
+        munmap(buf, q.len);
+        if (k == 'q') {
+            scif_close(lep);
+            return 0;
+        }
+    }
+}
+
+/* Connect to the --server, retrying a refused connection for 30 s. */
+static scif_epd_t remote_connect(struct scif_portID *dst) {
+    int tries;
+
+    for (tries = 0;; tries++) {
+        scif_epd_t ep = scif_open();
+
+        if (ep < 0)
+            die("scif_open");
+        if (scif_connect(ep, dst) >= 0)
+            return ep;
+        if (errno != ECONNREFUSED || tries >= 300)
+            die("scif_connect to the --server");
+        scif_close(ep);
+        usleep(100000);
+    }
+}
+
+enum rkind { R_VREAD, R_VWRITE, R_READ, R_WRITE };
+static const char *const rkind_name[4] = {"scif_vreadfrom", "scif_vwriteto", "scif_readfrom",
+                                          "scif_writeto"};
+
+static int rone(scif_epd_t ep, uint8_t *buf, enum rkind k, size_t len) {
+    const int f = SCIF_RMA_SYNC;
+
+    switch (k) {
+    case R_VREAD:
+        return scif_vreadfrom(ep, buf, len, 0, f);
+    case R_VWRITE:
+        return scif_vwriteto(ep, buf, len, 0, f);
+    case R_READ:
+        return scif_readfrom(ep, 0, len, 0, f);
+    default:
+        return scif_writeto(ep, 0, len, 0, f);
+    }
+}
+
+/* Each measurement: at most -n calls and, past 3 calls, at most -T seconds. */
+static double remote_secs = 5;
+
+/*
+ * MiB/s of up to n calls of kind k at len (after one warm-up call), fewer
+ * when remote_secs run out; *done: the calls made.  -1 on error.
+ */
+static double rbw(scif_epd_t ep, uint8_t *buf, enum rkind k, size_t len, long n, long *done) {
+    double t0, t = 0;
+    long i;
+
+    if (rone(ep, buf, k, len))
+        return -1;
+    t0 = now_sec();
+    for (i = 0; i < n && (i < 3 || t < remote_secs); i++) {
+        if (rone(ep, buf, k, len))
+            return -1;
+        t = now_sec() - t0;
+    }
+    *done = i;
+    return t > 0 ? (double)i * len / t / MiB : -1;
+}
+
+/* Parses "8,4096,..." into sizes[] (at most max); returns the count, 0 on error. */
+static int parse_sizes(const char *arg, size_t *sizes, int max) {
+    int n = 0;
+
+    while (*arg) {
+        char *end;
+        unsigned long long v = strtoull(arg, &end, 10);
+
+        if (end == arg || v < 1 || v > REMOTE_MAX || n == max || (*end && *end != ',') ||
+            (*end == ',' && !end[1]))
+            return 0;
+        sizes[n++] = (size_t)v;
+        arg = *end ? end + 1 : end;
+    }
+    return n;
+}
+
+static void remote_usage(void) {
+    fprintf(stderr, "usage: rma_bench [max_MiB] [--csv FILE] [--numa WHERE]\n"
+                    "       rma_bench --server [PORT]\n"
+                    "       rma_bench --peer NODE[:PORT] [-s SIZE,...] [-n ITERS] [-T SECONDS]\n"
+                    "                 [--quit] [--csv FILE]\n"
+                    "  sizes 1 .. 67108864 bytes (default 8,4096,65536,262144,1048576,4194304);\n"
+                    "  ITERS 1 .. 1000000 (default about 16 MiB per size, 20 .. 2000 calls;\n"
+                    "  latency: 2000 calls); SECONDS 0.1 .. 3600 (default 5; latency: twice)\n");
+    exit(2);
+}
+
+/* --peer: the bandwidth table and the 8-byte latency; 0, or 1 on a failed call. */
+static int remote_peer(struct scif_portID *dst, const size_t *sizes, int nsizes, long iters) {
+    const int lat_n = iters > 0 && iters < LAT_N ? (int)iters : LAT_N;
+    struct remote_req q = {REMOTE_MAGIC, 0, 0};
+    static double t[LAT_N];
+    size_t win = 4096;
+    double sum = 0;
+    scif_epd_t ep;
+    uint8_t *buf;
+    int i, k, fails = 0, lat_failed = 0;
+    long done[4] = {0, 0, 0, 0};
+    double lt0;
+    char a;
+
+    for (i = 0; i < nsizes; i++)
+        if (sizes[i] > win)
+            win = sizes[i];
+    win = (win + 4095) & ~(size_t)4095;
+    q.len = win;
+    ep = remote_connect(dst);
+    if (scif_send(ep, &q, sizeof(q), SCIF_SEND_BLOCK) != (int)sizeof(q) || xrecv(ep, &a, 1) ||
+        a != 'k')
+        die("the server's window");
+    buf = map_buf(win);
+    if (scif_register(ep, buf, win, 0, SCIF_PROT_READ | SCIF_PROT_WRITE, SCIF_MAP_FIXED) != 0)
+        die("scif_register (local window)");
+    printf("rma_bench: across hosts, node %u port %u, windows of %zu bytes, synchronous calls\n",
+           dst->node, dst->port, win);
+    printf("bandwidth in MiB/s (perftest's \"MB/sec\"), one call at a time:\n");
+    printf("(calls: of each column, at most %.0f s each)\n", remote_secs);
+    printf("%10s %14s %14s %14s %14s %s\n", "bytes", rkind_name[0], rkind_name[1], rkind_name[2],
+           rkind_name[3], "calls");
+    for (i = 0; i < nsizes; i++) {
+        size_t len = sizes[i];
+        long n = iters;
+
+        if (n <= 0) {
+            n = (long)(16 * MiB / len);
+            n = n > 2000 ? 2000 : n < 20 ? 20 : n;
+        }
+        printf("%10zu", len);
+        for (k = 0; k < 4; k++) {
+            double v = rbw(ep, buf, (enum rkind)k, len, n, &done[k]);
+            char path[48];
+
+            if (v < 0) {
+                fails = 1;
+                printf(" %14s", "failed");
+                fprintf(stderr, "rma_bench: %s %zu: %s\n", rkind_name[k], len, strerror(errno));
+                continue;
+            }
+            printf(" %14.4g", v);
+            snprintf(path, sizeof(path), "%s remote", rkind_name[k]);
+            results_add("bandwidth", path, len, v, "MiB/s");
+        }
+        printf(" %ld/%ld/%ld/%ld\n", done[0], done[1], done[2], done[3]);
+        fflush(stdout);
+    }
+    lt0 = now_sec();
+    for (i = 0; i < lat_n + 1; i++) {
+        double a0 = now_sec();
+
+        if (scif_vreadfrom(ep, buf, 8, 0, SCIF_RMA_SYNC)) {
+            fprintf(stderr, "rma_bench: scif_vreadfrom 8: %s\n", strerror(errno));
+            fails = lat_failed = 1;
+            break;
+        }
+        if (i) /* the first call warms up */
+            t[i - 1] = (now_sec() - a0) * 1e6;
+        if (i >= 3 && now_sec() - lt0 > 2 * remote_secs) {
+            i++;
+            break;
+        }
+    }
+    if (!lat_failed) {
+        int m = i - 1;
+
+        for (i = 0; i < m; i++)
+            sum += t[i];
+        qsort(t, (size_t)m, sizeof(t[0]), cmp_double);
+        printf("8-byte scif_vreadfrom latency (%d calls): mean %.2f us, median %.2f us\n", m,
+               sum / m, t[m / 2]);
+        results_add("latency", "scif_vreadfrom remote mean", 8, sum / m, "us");
+        results_add("latency", "scif_vreadfrom remote median", 8, t[m / 2], "us");
+    }
+    a = 'q';
+    (void)scif_send(ep, &a, 1, SCIF_SEND_BLOCK);
+    scif_close(ep);
+    munmap(buf, win);
+    return fails;
+}
+
+/* Ends the --server (a request with quit set). */
+static void remote_quit(struct scif_portID *dst) {
+    struct remote_req q = {REMOTE_MAGIC, 1, 0};
+    scif_epd_t ep = remote_connect(dst);
+
+    if (scif_send(ep, &q, sizeof(q), SCIF_SEND_BLOCK) != (int)sizeof(q))
+        die("scif_send (quit)");
+    scif_close(ep);
+}
+
+/* 16-bit number 1..65535 (port) or 0..65535 (node) from s up to end-of-string or ':'. */
+static long parse_u16(const char *s, char **end, long min) {
+    long v = strtol(s, end, 10);
+
+    return *end == s || v < min || v > 65535 ? -1 : v;
+}
+
+/*
+ * The cross-host mode, when argv names --server or --peer: runs it and
+ * exits; otherwise returns (the single-host mode).
+ */
+static void remote_main(int argc, char **argv) {
+    size_t sizes[32] = {8, 4096, 65536, 262144, 1048576, 4194304};
+    struct scif_portID dst = {0, REMOTE_PORT};
+    int i, nsizes = 6, server = 0, peer = 0, quit = 0, secs_given = 0;
+    long iters = 0, v;
+    char *end;
+
+    for (i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--server") || !strcmp(argv[i], "--peer"))
+            break;
+    if (i == argc)
+        return;
+    for (i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+
+        if (!strcmp(arg, "--server")) {
+            server = 1;
+            if (i + 1 < argc && argv[i + 1][0] != '-') {
+                v = parse_u16(argv[++i], &end, 1);
+                if (v < 0 || *end)
+                    remote_usage();
+                dst.port = (uint16_t)v;
+            }
+        } else if (!strcmp(arg, "--peer") && i + 1 < argc) {
+            peer = 1;
+            v = parse_u16(argv[++i], &end, 0);
+            if (v < 0 || (*end && *end != ':'))
+                remote_usage();
+            dst.node = (uint16_t)v;
+            if (*end == ':') {
+                v = parse_u16(end + 1, &end, 1);
+                if (v < 0 || *end)
+                    remote_usage();
+                dst.port = (uint16_t)v;
+            }
+        } else if (!strcmp(arg, "-s") && i + 1 < argc) {
+            nsizes = parse_sizes(argv[++i], sizes, 32);
+            if (!nsizes)
+                remote_usage();
+        } else if (!strcmp(arg, "-n") && i + 1 < argc) {
+            iters = strtol(argv[++i], &end, 10);
+            if (*end || iters < 1 || iters > 1000000)
+                remote_usage();
+        } else if (!strcmp(arg, "-T") && i + 1 < argc) {
+            remote_secs = strtod(argv[++i], &end);
+            if (*end || !(remote_secs >= 0.1 && remote_secs <= 3600))
+                remote_usage();
+            secs_given = 1;
+        } else if (!strcmp(arg, "--quit")) {
+            quit = 1;
+        } else {
+            remote_usage();
+        }
+    }
+    if (server == peer || (server && (quit || iters || nsizes != 6 || secs_given)))
+        remote_usage();
+    if (getenv("RMA_BENCH_PARSE_ONLY")) { /* the option-parsing test */
+        printf("%s node %u port %u sizes", server ? "server" : "peer", dst.node, dst.port);
+        for (i = 0; i < nsizes; i++)
+            printf(" %zu", sizes[i]);
+        printf(" iters %ld secs %g quit %d\n", iters, remote_secs, quit);
+        exit(0);
+    }
+    if (server)
+        exit(remote_serve(dst.port));
+    if (quit) {
+        remote_quit(&dst);
+        exit(0);
+    }
+    exit(remote_peer(&dst, sizes, nsizes, iters));
+}
+
 int main(int argc, char **argv) {
     int to_parent[2], to_child[2], dma, st;
     struct scif_portID dst;
@@ -413,6 +773,7 @@ int main(int argc, char **argv) {
     char r;
 
     results_init("rma_bench", &argc, argv);
+    remote_main(argc, argv);
     bench_numa_init("rma_bench", &argc, argv,
                     getenv("RMA_BENCH_PEER_NODE") ? atoi(getenv("RMA_BENCH_PEER_NODE")) : 0);
     if (argc > 1)
