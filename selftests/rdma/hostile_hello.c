@@ -33,8 +33,8 @@
  * more of them at once than an honest peer has outstanding, an RMA_REQ
  * one byte short and an RMA_DONE for a request never made (step 21),
  * and prints what was answered (rma_frames() below).  With -K PORT it
- * opens connection 4 to PORT (selftests/rdma/remote_rma's server, whose
- * window is at BADKEY_ROFF) and asks to read it into an MR it never
+ * opens connection 4 to PORT (a window at BADKEY_ROFF: "selftests/rdma/
+ * scif_nodes window") and asks to read it into an MR it never
  * registered: the listener's RDMA fails, and prints "rma badkey status
  * N" (-1: no answer, the link ended first).
  *
@@ -86,7 +86,7 @@ enum {
 #define RMA_MAX (256 * 4096) /* SCIF_RDMA_RMA_MAX with 4 KiB pages */
 #define RMA_REQS 16          /* SCIF_RDMA_RMA_REQS */
 #define RMA_FLOOD (3 * RMA_REQS)
-#define BADKEY_ROFF 0x100000 /* remote_rma.c's WIN_OFF */
+#define BADKEY_ROFF 0x100000 /* rdma-hostile.test's scif_nodes window */
 #define FRAME_COUNT 10
 
 static void put16(uint8_t *p, unsigned int v) {

@@ -1,15 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * scif_nodes: a helper of tools/vm/rdma-pair.test (not a selftest of its
- * own).  Prints the node list as scif_get_nodeIDs() returns it:
+ * scif_nodes: a helper of tools/vm/rdma-pair.test and rdma-hostile.test
+ * (not a selftest of its own).  Prints the node list as scif_get_nodeIDs()
+ * returns it:
  *
  *   self S nodes N: ID ID ...
  *
  * and with "connect NODE PORT" also tries a blocking scif_connect() to
  * NODE:PORT and prints "connect NODE:PORT: ok" or ": ERRNONAME".
+ * With "window PORT ROFF LEN SECONDS" (tools/vm/rdma-hostile.test) it
+ * listens on PORT, accepts one connection within SECONDS, registers LEN
+ * bytes at offset ROFF on it, prints "window PORT: node N", and waits
+ * (at most SECONDS) until the connection ends: "window PORT: ended
+ * ERRNONAME" (0 for an orderly close).
  * Exit 0, or 1 when a call fails in a way the test did not ask about.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,9 +30,54 @@ static const char *errname(int e) {
         return "ECONNREFUSED";
     case EINVAL:
         return "EINVAL";
+    case ECONNRESET:
+        return "ECONNRESET";
     default:
         return strerror(e);
     }
+}
+
+/* The "window" command: one registered window for a hostile peer to hit. */
+static int window(uint16_t port, off_t roff, size_t len, int seconds) {
+    scif_epd_t lst = scif_open(), ep;
+    struct scif_portID peer;
+    struct pollfd p;
+    void *buf = NULL;
+    char c;
+    int ret;
+
+    if (lst == SCIF_OPEN_FAILED || scif_bind(lst, port) < 0 || scif_listen(lst, 1) < 0) {
+        perror("window: listen");
+        return 1;
+    }
+    p = (struct pollfd){.fd = scif_get_fd(lst), .events = POLLIN};
+    if (poll(&p, 1, seconds * 1000) != 1 || scif_accept(lst, &peer, &ep, SCIF_ACCEPT_SYNC) < 0) {
+        printf("window %u: no connection within %d s\n", port, seconds);
+        return 1;
+    }
+    if (posix_memalign(&buf, 4096, len)) {
+        perror("window: posix_memalign");
+        return 1;
+    }
+    memset(buf, 0x5a, len);
+    if (scif_register(ep, buf, len, roff, SCIF_PROT_READ | SCIF_PROT_WRITE, SCIF_MAP_FIXED) !=
+        roff) {
+        perror("window: scif_register");
+        return 1;
+    }
+    printf("window %u: node %u\n", port, peer.node);
+    fflush(stdout);
+    p = (struct pollfd){.fd = scif_get_fd(ep), .events = POLLIN};
+    if (poll(&p, 1, seconds * 1000) != 1) {
+        printf("window %u: still connected after %d s\n", port, seconds);
+        return 1;
+    }
+    ret = scif_recv(ep, &c, 1, 0);
+    printf("window %u: ended %s\n", port, ret < 0 ? errname(errno) : "0");
+    scif_close(ep);
+    scif_close(lst);
+    free(buf);
+    return 0;
 }
 
 int main(int argc, char **argv) {
@@ -57,8 +109,11 @@ int main(int argc, char **argv) {
         else
             printf("connect %u:%u: ok\n", dst.node, dst.port);
         scif_close(ep);
+    } else if (argc == 6 && !strcmp(argv[1], "window")) {
+        return window((uint16_t)strtoul(argv[2], NULL, 0), (off_t)strtoull(argv[3], NULL, 0),
+                      strtoull(argv[4], NULL, 0), atoi(argv[5]));
     } else if (argc != 1) {
-        fprintf(stderr, "usage: %s [connect NODE PORT]\n", argv[0]);
+        fprintf(stderr, "usage: %s [connect NODE PORT | window PORT ROFF LEN SECONDS]\n", argv[0]);
         return 2;
     }
     return 0;
