@@ -10,9 +10,9 @@
  * NODE:PORT and prints "connect NODE:PORT: ok" or ": ERRNONAME".
  * With "window PORT ROFF LEN SECONDS" (tools/vm/rdma-hostile.test) it
  * listens on PORT, accepts one connection within SECONDS, registers LEN
- * bytes at offset ROFF on it, prints "window PORT: node N", and waits
- * (at most SECONDS) until the connection ends: "window PORT: ended
- * ERRNONAME" (0 for an orderly close).
+ * bytes at offset ROFF on it, sends ROFF (8 bytes), prints "window PORT:
+ * node N", and waits (at most SECONDS) until the connection ends:
+ * "window PORT: ended ERRNONAME" (0 for an orderly close).
  * Exit 0, or 1 when a call fails in a way the test did not ask about.
  */
 #include <errno.h>
@@ -63,6 +63,13 @@ static int window(uint16_t port, off_t roff, size_t len, int seconds) {
     if (scif_register(ep, buf, len, roff, SCIF_PROT_READ | SCIF_PROT_WRITE, SCIF_MAP_FIXED) !=
         roff) {
         perror("window: scif_register");
+        return 1;
+    }
+    /* the peer learns that the window is there (its offset, 8 bytes) */
+    int64_t off64 = roff;
+
+    if (scif_send(ep, &off64, sizeof(off64), SCIF_SEND_BLOCK) != sizeof(off64)) {
+        perror("window: scif_send");
         return 1;
     }
     printf("window %u: node %u\n", port, peer.node);
