@@ -207,6 +207,7 @@ static int srd_map(struct srd_ka *ka, struct srd_map *m, struct page **pages,
 		   enum dma_data_direction dir)
 {
 	unsigned int npages = DIV_ROUND_UP(off + len, PAGE_SIZE);
+	unsigned int devmax = ka->dev->attrs.max_fast_reg_page_list_len;
 	struct ib_mr *mr;
 	int ret, n;
 
@@ -222,7 +223,14 @@ static int srd_map(struct srd_ka *ka, struct srd_map *m, struct page **pages,
 	if (n <= 0)
 		return -ENOMEM;
 	m->nents = n;
-	mr = ib_alloc_mr(ka->pd, IB_MR_TYPE_MEM_REG, maxpg);
+	/*
+	 * One page entry more than a request uses: Soft-RoCE (rxe_mr_copy()
+	 * in 6.1) reads the next map's pointer after a copy that ends on the
+	 * last entry of a full map of 256, past the array of an MR of
+	 * exactly 256 pages (a KASAN report on the debug kernel).
+	 */
+	mr = ib_alloc_mr(ka->pd, IB_MR_TYPE_MEM_REG,
+			 min(maxpg + 1, devmax));
 	if (IS_ERR(mr))
 		return PTR_ERR(mr);
 	m->mr = mr;
