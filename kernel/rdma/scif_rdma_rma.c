@@ -541,16 +541,19 @@ out:
 static int srd_req_wait(struct srd_ka *ka, struct srd_req *req,
 			unsigned long *deadline)
 {
+	long left;
 	int ret;
 
 	if (wait_event_killable(ka->rma_wq, READ_ONCE(req->done) ||
 					    READ_ONCE(ka->dead))) {
 		if (!*deadline)
 			*deadline = jiffies + SRD_RMA_KILL_WAIT;
-		if (time_before(jiffies, *deadline))
+		/* read jiffies once: a wrapped difference would wait forever */
+		left = (long)(*deadline - jiffies);
+		if (left > 0)
 			wait_event_timeout(ka->rma_wq, READ_ONCE(req->done) ||
 						       READ_ONCE(ka->dead),
-					   *deadline - jiffies);
+					   left);
 		ret = -EINTR;
 	} else {
 		ret = READ_ONCE(req->done) ? 0 : -ECONNRESET;
