@@ -213,7 +213,11 @@
 #include "../scif_transport.h"
 
 #define SCIF_RDMA_MAGIC		0x53434946U	/* "SCIF" */
-#define SCIF_RDMA_VERSION	1
+/*
+ * 2: inline RMA (ops 4 and 5 of step 20, RMA_DONE with data, step 21);
+ * HELLO checks it exactly, so a module of version 1 never links with it.
+ */
+#define SCIF_RDMA_VERSION	2
 #define SCIF_RDMA_HELLO_REQ	1
 #define SCIF_RDMA_HELLO_ACC	2
 #define SCIF_RDMA_BACKOFF_MIN	(HZ / 2)
@@ -239,6 +243,13 @@
 #define SCIF_RDMA_RMA_PAGES	256	/* pages one RMA request covers, most */
 #define SCIF_RDMA_RMA_MAX	(SCIF_RDMA_RMA_PAGES * PAGE_SIZE) /* bytes */
 #define SCIF_RDMA_RMA_REQS	16	/* RMA requests outstanding per link */
+/*
+ * A call of at most this many bytes goes inline (steps 19-21): the data
+ * travels in the RMA_REQ (a write) or the RMA_DONE (a read), no MR and no
+ * RDMA on either side.  At most SCIF_RDMA_BUF minus the header and the
+ * srd_rma_wire (8140 bytes); docs/transport.md has the measurement.
+ */
+#define SCIF_RDMA_RMA_INLINE	8000
 /* requests of one RMA call in flight, most (of the link's RMA_REQS) */
 #define SRD_RMA_PIPE		4
 /* how long a killed initiator waits for its request's RMA_DONE, most */
@@ -283,7 +294,16 @@ enum {
 	SRD_F_MAX = SRD_F_RMA_DONE,
 };
 
-/* The payload of an RMA_REQ (step 20; arg = request id, arg2 = op). */
+/* The ops of an RMA_REQ (step 20, arg2): SCIF_XPRT_RMA_*, then these. */
+enum {
+	SRD_RMA_IREAD = 4,	/* inline read: the data comes in RMA_DONE */
+	SRD_RMA_IWRITE,		/* inline write: the data follows the wire */
+};
+
+/*
+ * The payload of an RMA_REQ (step 20; arg = request id, arg2 = op), for
+ * SRD_RMA_IWRITE followed by the len bytes to write.
+ */
 struct srd_rma_wire {
 	__be64 roff;		/* offset in the target's registered space */
 	__be64 iova;		/* the initiator's MR: address, */
@@ -292,6 +312,9 @@ struct srd_rma_wire {
 } __packed;
 
 #define SRD_PAYLOAD_MAX	(SCIF_RDMA_BUF - sizeof(struct srd_hdr))
+/* an inline write of SCIF_RDMA_RMA_INLINE bytes fits one frame */
+static_assert(sizeof(struct srd_hdr) + sizeof(struct srd_rma_wire) +
+	      SCIF_RDMA_RMA_INLINE <= SCIF_RDMA_BUF);
 
 struct srd_ka;
 
@@ -467,6 +490,7 @@ void srd_rma_link_dead(struct srd_ka *ka);
 void srd_rma_rx_req(struct srd_peer *peer, u64 gen, struct srd_conn *c,
 		    const struct srd_hdr *h, const u8 *payload);
 void srd_rma_rx_done(struct srd_peer *peer, u64 gen, const struct srd_hdr *h);
+extern atomic_t srd_rma_inline_sent, srd_rma_inline_served;
 int srd_rma(struct scif_endpt *ep, struct scif_endpt *p, int op, u64 roff,
 	    struct page **pages, unsigned int first_off, size_t len,
 	    u32 flags);

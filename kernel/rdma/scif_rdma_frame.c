@@ -247,9 +247,13 @@ static const char *srd_hdr_check(struct srd_ka *ka, const struct srd_hdr *h,
 	len = be32_to_cpu(h->len);
 	if (len != blen - sizeof(*h))
 		return "bad length";
+	/* what an RMA op carries exactly: srd_rma_rx_req(), _rx_done() */
 	if (h->type == SRD_F_RMA_REQ) {
-		if (len != sizeof(struct srd_rma_wire))
+		if (len < sizeof(struct srd_rma_wire))
 			return "bad RMA_REQ length";
+	} else if (h->type == SRD_F_RMA_DONE) {
+		if (len > SCIF_RDMA_RMA_INLINE)
+			return "bad RMA_DONE length";
 	} else if (len && h->type != SRD_F_DATA) {
 		return "payload on a control frame";
 	}

@@ -741,6 +741,25 @@ static ssize_t bad_frames_show(struct kobject *kobj,
 	return sysfs_emit(buf, "%d\n", atomic_read(&srd_bad));
 }
 
+/* RMA across hosts, the inline path (steps 19-21) */
+static ssize_t rma_inline_sent_show(struct kobject *kobj,
+				    struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%d\n", atomic_read(&srd_rma_inline_sent));
+}
+
+static ssize_t rma_inline_served_show(struct kobject *kobj,
+				      struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%d\n", atomic_read(&srd_rma_inline_served));
+}
+
+static ssize_t rma_inline_max_show(struct kobject *kobj,
+				   struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%d\n", SCIF_RDMA_RMA_INLINE);
+}
+
 static struct kobj_attribute srd_self_attr = __ATTR(self, 0644, self_show,
 						     self_store);
 static struct kobj_attribute srd_nodes_attr = __ATTR(nodes, 0600,
@@ -751,10 +770,19 @@ static struct kobj_attribute srd_rejected_attr = __ATTR_RO_MODE(rejected,
 static struct kobj_attribute srd_bad_attr = __ATTR_RO_MODE(bad_frames,
 							   0400);
 static struct kobj_attribute srd_links_attr = __ATTR_RO_MODE(links, 0400);
+static struct kobj_attribute srd_inl_sent_attr =
+	__ATTR_RO_MODE(rma_inline_sent, 0400);
+static struct kobj_attribute srd_inl_served_attr =
+	__ATTR_RO_MODE(rma_inline_served, 0400);
+static struct kobj_attribute srd_inl_max_attr =
+	__ATTR_RO_MODE(rma_inline_max, 0400);
 
 static struct attribute *srd_attrs[] = {
 	&srd_bad_attr.attr,
 	&srd_links_attr.attr,
+	&srd_inl_sent_attr.attr,
+	&srd_inl_served_attr.attr,
+	&srd_inl_max_attr.attr,
 	&srd_self_attr.attr,
 	&srd_nodes_attr.attr,
 	&srd_rejected_attr.attr,

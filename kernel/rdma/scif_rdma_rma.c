@@ -8,15 +8,22 @@
  * registers only its own local pages for each request in flight (a
  * fast-registration MR, remote access limited to what the operation
  * needs) and deregisters them once the target answered; up to SRD_RMA_PIPE
- * requests of one call are in flight at once.
+ * requests of one call are in flight at once.  A call of at most
+ * SCIF_RDMA_RMA_INLINE bytes is one inline request instead: its data
+ * travels in the frames (the RMA_REQ of a write, the RMA_DONE of a read),
+ * copied by the CPU on both sides, with no MR and no RDMA.
  */
 
 #include <linux/scatterlist.h>
 #include <linux/sched/signal.h>
+#include <linux/highmem.h>
 
 #include "scif_rdma.h"
 
 struct workqueue_struct *srd_rma_wq;
+/* inline requests this host sent, and served with their data (sysfs) */
+atomic_t srd_rma_inline_sent = ATOMIC_INIT(0);
+atomic_t srd_rma_inline_served = ATOMIC_INIT(0);
 
 static_assert(SRD_RMA_PIPE >= 1 && SRD_RMA_PIPE <= SCIF_RDMA_RMA_REQS);
 
@@ -51,6 +58,11 @@ struct srd_req {
 	bool done;
 	int status;			/* positive errno from the target */
 	struct srd_map m;
+	/* an inline read: the RMA_DONE's data goes to len bytes of pages */
+	bool iread;
+	struct page **pages;		/* from byte off of pages[0] */
+	unsigned int off;
+	u32 len;
 };
 
 /* One request of the peer's being served (a work item on srd_rma_wq). */
@@ -60,12 +72,41 @@ struct srd_job {
 	struct srd_ka *ka;		/* an rma_users reference */
 	u64 gen;
 	u32 lid, rid, id;
-	int op;				/* SCIF_XPRT_RMA_*: the initiator's */
+	int op;				/* SCIF_XPRT_RMA_*, SRD_RMA_I* */
 	u64 roff, iova;
 	u32 rkey, len;
 	struct scif_endpt *ep;		/* our endpoint, counted, or NULL */
 	int status;			/* positive errno, decided at receive */
+	u8 data[];			/* SRD_RMA_IWRITE: the len bytes */
 };
+
+/* Copy @len bytes of @buf to @pages from byte @off of pages[0]. */
+static void srd_to_pages(struct page **pages, unsigned int off,
+			 const u8 *buf, u32 len)
+{
+	u32 n;
+
+	pages += off >> PAGE_SHIFT;
+	off &= ~PAGE_MASK;
+	for (; len; len -= n, buf += n, off = 0, pages++) {
+		n = min_t(u32, len, PAGE_SIZE - off);
+		memcpy_to_page(*pages, off, buf, n);
+	}
+}
+
+/* Copy @len bytes of @pages from byte @off of pages[0] to @buf. */
+static void srd_from_pages(u8 *buf, struct page **pages, unsigned int off,
+			   u32 len)
+{
+	u32 n;
+
+	pages += off >> PAGE_SHIFT;
+	off &= ~PAGE_MASK;
+	for (; len; len -= n, buf += n, off = 0, pages++) {
+		n = min_t(u32, len, PAGE_SIZE - off);
+		memcpy_from_page(buf, *pages, off, n);
+	}
+}
 
 void srd_rma_ka_init(struct srd_ka *ka, struct ib_pd *pd)
 {
@@ -260,12 +301,17 @@ static int srd_reg(struct srd_ka *ka, struct srd_map *m, int access)
 
 /* ---- target: the peer's requests (step 20) ---- */
 
+/*
+ * Answer request @id with RMA_DONE: @tx (an inline read's, the data in
+ * it) or, if NULL, one without payload.
+ */
 static void srd_rma_answer(struct srd_peer *peer, u64 gen, u32 rid, u32 lid,
-			   u32 id, int status)
+			   u32 id, int status, struct srd_tx *tx)
 {
-	struct srd_tx *tx = srd_tx_alloc(SRD_F_RMA_DONE, rid, lid, 0);
 	struct srd_hdr *h;
 
+	if (!tx)
+		tx = srd_tx_alloc(SRD_F_RMA_DONE, rid, lid, 0);
 	if (!tx)
 		return;	/* the initiator waits until the link ends */
 	h = (struct srd_hdr *)tx->buf;
@@ -274,18 +320,40 @@ static void srd_rma_answer(struct srd_peer *peer, u64 gen, u32 rid, u32 lid,
 	srd_xmit(peer, gen, tx);
 }
 
+/*
+ * Serve inline request @j with the window's @pages (the range from byte
+ * @off of pages[0]): a write's data into them, or a read's into a new
+ * RMA_DONE in *@tx.  0 or -ENOMEM.
+ */
+static int srd_job_inline(struct srd_job *j, struct page **pages,
+			  unsigned int off, struct srd_tx **tx)
+{
+	if (j->op == SRD_RMA_IWRITE) {
+		srd_to_pages(pages, off, j->data, j->len);
+		return 0;
+	}
+	*tx = srd_tx_alloc(SRD_F_RMA_DONE, j->rid, j->lid, j->len);
+	if (!*tx)
+		return -ENOMEM;
+	srd_from_pages((*tx)->buf + sizeof(struct srd_hdr), pages, off,
+		       j->len);
+	return 0;
+}
+
 static void srd_job_fn(struct work_struct *work)
 {
 	struct srd_job *j = container_of(work, struct srd_job, work);
 	struct srd_ka *ka = j->ka;
 	struct srd_rwr r = { .ka = ka };
 	struct srd_map m = {};
+	struct srd_tx *tx = NULL;
 	struct scif_remote_rma *h;
 	struct page **pages;
 	unsigned int off;
 	struct ib_sge sge;
 	struct ib_rdma_wr wr = {};
-	bool rd = j->op == SCIF_XPRT_RMA_READ;
+	bool inl = j->op == SRD_RMA_IREAD || j->op == SRD_RMA_IWRITE;
+	bool rd = j->op == SCIF_XPRT_RMA_READ || j->op == SRD_RMA_IREAD;
 	int ret;
 
 	if (j->op == SCIF_XPRT_RMA_SIGNAL) {
@@ -296,6 +364,14 @@ static void srd_job_fn(struct work_struct *work)
 	h = scif_remote_rma_get(j->ep, j->roff, j->len, !rd, &pages, &off);
 	if (IS_ERR(h)) {
 		ret = PTR_ERR(h);
+		goto answer;
+	}
+	if (inl) {
+		/* copied before the RMA_DONE goes: no fence sees it earlier */
+		ret = srd_job_inline(j, pages, off, &tx);
+		scif_remote_rma_put(h);
+		if (!ret)
+			atomic_inc(&srd_rma_inline_served);
 		goto answer;
 	}
 	/* initiator reads: we RDMA WRITE from our pages; writes: RDMA READ */
@@ -323,7 +399,7 @@ answer:
 	if (ret != -ENXIO && ret != -EACCES && ret != -ENOMEM)
 		ret = ret ? -ECONNRESET : 0;
 	atomic_dec(&ka->rma_jobs);
-	srd_rma_answer(j->peer, j->gen, j->rid, j->lid, j->id, -ret);
+	srd_rma_answer(j->peer, j->gen, j->rid, j->lid, j->id, -ret, tx);
 	scif_ep_put(j->ep);
 	srd_rma_unuse(ka);
 	kfree(j);
@@ -332,7 +408,9 @@ answer:
 /*
  * RMA_REQ from the peer on connection @c (NULL if it is not live): check
  * every field, then serve it in a work item; anything else is answered
- * at once.  srd_msg_mutex held (CQ work).
+ * at once.  The frame's payload (h->len bytes, step 10: at least a
+ * srd_rma_wire) must be exactly what the op carries.  srd_msg_mutex held
+ * (CQ work).
  */
 void srd_rma_rx_req(struct srd_peer *peer, u64 gen, struct srd_conn *c,
 		    const struct srd_hdr *h, const u8 *payload)
@@ -340,15 +418,20 @@ void srd_rma_rx_req(struct srd_peer *peer, u64 gen, struct srd_conn *c,
 	const struct srd_rma_wire *w = (const struct srd_rma_wire *)payload;
 	u32 rid = be32_to_cpu(h->src), id = be32_to_cpu(h->arg);
 	u32 op = be32_to_cpu(h->arg2), len = be32_to_cpu(w->len);
+	u32 plen = be32_to_cpu(h->len);
 	u64 roff = be64_to_cpu(w->roff), end;
+	bool inl = op == SRD_RMA_IREAD || op == SRD_RMA_IWRITE;
+	u32 data = op == SRD_RMA_IWRITE ? len : 0;	/* bytes after *w */
 	struct srd_job *j;
 	struct srd_ka *ka;
 	int status = ECONNRESET;
 
-	if ((op != SCIF_XPRT_RMA_READ && op != SCIF_XPRT_RMA_WRITE &&
-	     op != SCIF_XPRT_RMA_SIGNAL) || !len || len > SCIF_RDMA_RMA_MAX ||
-	    !rid || (op == SCIF_XPRT_RMA_SIGNAL && (len != 8 || roff & 7))) {
-		srd_bad_frame(peer, "bad RMA_REQ", sizeof(*h) + sizeof(*w));
+	if (op < SCIF_XPRT_RMA_READ || op > SRD_RMA_IWRITE || !len ||
+	    len > SCIF_RDMA_RMA_MAX || !rid ||
+	    (op == SCIF_XPRT_RMA_SIGNAL && (len != 8 || roff & 7)) ||
+	    (inl && (len > SCIF_RDMA_RMA_INLINE || w->iova || w->rkey)) ||
+	    (u64)plen != sizeof(*w) + (u64)data) {
+		srd_bad_frame(peer, "bad RMA_REQ", sizeof(*h) + plen);
 		status = EINVAL;
 		goto answer;
 	}
@@ -366,11 +449,13 @@ void srd_rma_rx_req(struct srd_peer *peer, u64 gen, struct srd_conn *c,
 		status = EBUSY;
 		goto drop;
 	}
-	j = kzalloc(sizeof(*j), GFP_KERNEL_ACCOUNT);
+	/* data: at most SCIF_RDMA_RMA_INLINE, for one of RMA_REQS jobs */
+	j = kzalloc(struct_size(j, data, data), GFP_KERNEL_ACCOUNT);
 	if (!j) {
 		status = ENOMEM;
 		goto drop;
 	}
+	memcpy(j->data, w + 1, data);
 	j->ep = srd_proxy_peer(c->proxy);
 	if (!j->ep) {
 		kfree(j);
@@ -394,15 +479,22 @@ drop:
 	atomic_dec(&ka->rma_jobs);
 	srd_rma_unuse(ka);
 answer:
-	srd_rma_answer(peer, gen, rid, c ? c->lid : 0, id, status);
+	srd_rma_answer(peer, gen, rid, c ? c->lid : 0, id, status, NULL);
 }
 
-/* RMA_DONE (step 21): the answer to one of our requests. */
+/*
+ * RMA_DONE (step 21): the answer to one of our requests, its payload
+ * (h->len bytes after @h, step 10: at most SCIF_RDMA_RMA_INLINE) the data
+ * of an inline read that succeeded, exactly its length; nothing else
+ * carries any.  The data is copied under the table's lock: the waiter
+ * (and the pages it holds) is there until it took the request out.
+ */
 void srd_rma_rx_done(struct srd_peer *peer, u64 gen, const struct srd_hdr *h)
 {
 	u32 id = be32_to_cpu(h->arg), status = be32_to_cpu(h->arg2);
-	u32 dst = be32_to_cpu(h->dst);
-	struct srd_req *req = NULL;
+	u32 dst = be32_to_cpu(h->dst), plen = be32_to_cpu(h->len);
+	const char *why = "unexpected RMA_DONE";
+	struct srd_req *req;
 	struct srd_ka *ka;
 
 	mutex_lock(&peer->lock);
@@ -411,17 +503,23 @@ void srd_rma_rx_done(struct srd_peer *peer, u64 gen, const struct srd_hdr *h)
 		xa_lock(&ka->rma_reqs);
 		req = xa_load(&ka->rma_reqs, id);
 		if (req && req->lid == dst && !req->done) {
+			why = NULL;
+			if (plen != (req->iread && !status ? req->len : 0)) {
+				why = "bad RMA_DONE payload";
+				status = ECONNRESET;	/* the request fails */
+			} else if (plen) {
+				srd_to_pages(req->pages, req->off,
+					     (const u8 *)(h + 1), plen);
+			}
 			req->status = status;
 			WRITE_ONCE(req->done, true);
 			wake_up_all(&ka->rma_wq);
-		} else {
-			req = NULL;
 		}
 		xa_unlock(&ka->rma_reqs);
 	}
 	mutex_unlock(&peer->lock);
-	if (!req)
-		srd_bad_frame(peer, "unexpected RMA_DONE", sizeof(*h));
+	if (why)
+		srd_bad_frame(peer, why, sizeof(*h) + plen);
 }
 
 /* ---- initiator (step 19, 21) ---- */
@@ -466,9 +564,12 @@ static void srd_req_unslot(struct srd_ka *ka)
 /*
  * Start request @req, a slot of the link taken: at most ka->rma_pages
  * pages of ours; or, for SCIF_XPRT_RMA_SIGNAL (@pages NULL), 8 bytes of
- * value @off.  Map and register the pages, send RMA_REQ.  0 if the
- * request is out (srd_req_wait() then ends it), else everything is
- * released, the slot included.
+ * value @off; or, for SRD_RMA_IREAD/IWRITE, at most SCIF_RDMA_RMA_INLINE
+ * bytes of @pages, no MR (a write's data copied into the RMA_REQ now, a
+ * read's copied from the RMA_DONE by srd_rma_rx_done()).  Map and
+ * register the pages, send RMA_REQ.  0 if the request is out
+ * (srd_req_wait() then ends it), else everything is released, the slot
+ * included.
  */
 static int srd_req_start(struct srd_ka *ka, u64 gen, u32 lid, u32 rid,
 			 int op, u64 roff, struct page **pages, u64 off,
@@ -476,7 +577,10 @@ static int srd_req_start(struct srd_ka *ka, u64 gen, u32 lid, u32 rid,
 {
 	struct srd_peer *peer = ka->peer;
 	bool rd = op == SCIF_XPRT_RMA_READ;
+	bool inl = op == SRD_RMA_IREAD || op == SRD_RMA_IWRITE;
+	u32 data = op == SRD_RMA_IWRITE ? len : 0;
 	struct srd_map *m = &req->m;
+	bool mr = pages && !inl;
 	struct srd_rma_wire *w;
 	struct srd_tx *tx;
 	struct srd_hdr *h;
@@ -484,11 +588,18 @@ static int srd_req_start(struct srd_ka *ka, u64 gen, u32 lid, u32 rid,
 
 	memset(req, 0, sizeof(*req));
 	req->lid = lid;
+	if (op == SRD_RMA_IREAD) {
+		/* set before the request is in the table (xa_alloc) */
+		req->iread = true;
+		req->pages = pages;
+		req->off = off;
+		req->len = len;
+	}
 	if (READ_ONCE(ka->dead)) {
 		ret = -ECONNRESET;
 		goto out;
 	}
-	if (pages) {
+	if (mr) {
 		ret = srd_map(ka, m, pages, off, len, ka->rma_pages,
 			      rd ? DMA_FROM_DEVICE : DMA_TO_DEVICE);
 		if (!ret)
@@ -507,7 +618,7 @@ static int srd_req_start(struct srd_ka *ka, u64 gen, u32 lid, u32 rid,
 	if (ret < 0)
 		goto out;
 	ret = -ENOMEM;
-	tx = srd_tx_alloc(SRD_F_RMA_REQ, rid, lid, sizeof(*w));
+	tx = srd_tx_alloc(SRD_F_RMA_REQ, rid, lid, sizeof(*w) + data);
 	if (!tx)
 		goto erase;
 	h = (struct srd_hdr *)tx->buf;
@@ -515,12 +626,18 @@ static int srd_req_start(struct srd_ka *ka, u64 gen, u32 lid, u32 rid,
 	h->arg2 = cpu_to_be32(op);
 	w = (struct srd_rma_wire *)(h + 1);
 	w->roff = cpu_to_be64(roff);
-	w->iova = cpu_to_be64(pages ? m->mr->iova : off);
-	w->rkey = cpu_to_be32(pages ? m->mr->rkey : 0);
+	/* a signal's value in iova; an inline request has no MR: zero */
+	w->iova = cpu_to_be64(mr ? m->mr->iova : inl ? 0 : off);
+	w->rkey = cpu_to_be32(mr ? m->mr->rkey : 0);
 	w->len = cpu_to_be32(len);
+	if (data)
+		srd_from_pages((u8 *)(w + 1), pages, off, data);
 	ret = srd_xmit(peer, gen, tx);
-	if (!ret)
+	if (!ret) {
+		if (inl)
+			atomic_inc(&srd_rma_inline_sent);
 		return 0;
+	}
 erase:
 	xa_erase(&ka->rma_reqs, req->id);
 out:
@@ -628,13 +745,18 @@ int srd_signal(struct scif_endpt *ep, struct scif_endpt *p, u64 roff,
  * with requests out never blocks for a slot of the link (it reaps its
  * oldest instead), so calls sharing the link's slots cannot deadlock.
  * SCIF_RMA_ORDERED: the last request, which carries the last bytes, is
- * sent only once every earlier one completed.
+ * sent only once every earlier one completed.  A call of at most
+ * SCIF_RDMA_RMA_INLINE bytes is one inline request (SRD_RMA_IREAD or
+ * SRD_RMA_IWRITE).
  */
 int srd_rma(struct scif_endpt *ep, struct scif_endpt *p, int op, u64 roff,
 	    struct page **pages, unsigned int first_off, size_t len,
 	    u32 flags)
 {
 	bool ordered = flags & SCIF_ABI_RMA_ORDERED;
+	bool inl = len <= SCIF_RDMA_RMA_INLINE;
+	int wop = !inl ? op : op == SCIF_XPRT_RMA_READ ? SRD_RMA_IREAD :
+							SRD_RMA_IWRITE;
 	struct srd_req req[SRD_RMA_PIPE];
 	unsigned int head = 0, tail = 0;	/* requests started, reaped */
 	unsigned long deadline = 0;
@@ -650,7 +772,9 @@ int srd_rma(struct scif_endpt *ep, struct scif_endpt *p, int op, u64 roff,
 	while (tail != head || (done < len && !err && !serr)) {
 		size_t pos = first_off + done;
 		unsigned int off = pos & ~PAGE_MASK;
-		u32 n = min_t(size_t, len - done,
+		/* an inline request needs no MR: the whole call at once */
+		u32 n = inl ? len :
+			min_t(size_t, len - done,
 			      (size_t)ka->rma_pages * PAGE_SIZE - off);
 		bool start = done < len && !err && !serr &&
 			     head - tail < SRD_RMA_PIPE &&
@@ -676,7 +800,7 @@ int srd_rma(struct scif_endpt *ep, struct scif_endpt *p, int op, u64 roff,
 			start = false;	/* the link is busy: reap ours */
 		}
 		if (start) {
-			serr = srd_req_start(ka, gen, lid, rid, op, roff + done,
+			serr = srd_req_start(ka, gen, lid, rid, wop, roff + done,
 					     pages + (pos >> PAGE_SHIFT), off, n,
 					     &req[head % SRD_RMA_PIPE]);
 			if (!serr) {
