@@ -5,7 +5,7 @@
  * what the listener did (tools/vm/rdma-hostile.test).
  *
  *   hostile_hello [-t SECONDS] [-f] [-c PORT] [-C PORT] [-R PORT] [-K PORT]
- *                 ADDR PORT VARIANT SRC DST
+ *                 [-I PORT] ADDR PORT VARIANT SRC DST
  *
  * VARIANT is one of
  *   none        no private data
@@ -32,7 +32,15 @@
  * (id 3) to PORT and sends RMA_REQs that break each rule of step 20,
  * more of them at once than an honest peer has outstanding, an RMA_REQ
  * one byte short and an RMA_DONE for a request never made (step 21),
- * and prints what was answered (rma_frames() below).  With -K PORT it
+ * and prints what was answered (rma_frames() below), inline requests
+ * with a payload their op does not carry and RMA_DONEs with a payload
+ * for a request never made or longer than any inline read included.
+ * With -I PORT it opens connection 5 to PORT ("selftests/rdma/scif_nodes
+ * reads": the listener's host then reads from us) and answers its two
+ * RMA_REQs (an inline read of 8 bytes, a read of 64 KiB by RDMA) with
+ * RMA_DONEs whose payload the request does not allow: 7 bytes for the
+ * first, 8 for the second, and prints "rma inline answers sent N".
+ * With -K PORT it
  * opens connection 4 to PORT (a window at BADKEY_ROFF: "selftests/rdma/
  * scif_nodes window") and asks to read it into an MR it never
  * registered: the listener's RDMA fails, and prints "rma badkey status
@@ -59,7 +67,7 @@
 
 /* the HELLO of kernel/rdma/scif_rdma.c (docs/transport.md), big-endian */
 #define HELLO_MAGIC 0x53434946U
-#define HELLO_VERSION 1
+#define HELLO_VERSION 2
 #define HELLO_REQ 1
 #define HELLO_ACC 2
 #define HELLO_LEN 12
@@ -84,6 +92,9 @@ enum {
 /* struct srd_rma_wire: roff, iova (64 bits), rkey, len (32 bits) */
 #define RMA_WIRE 24
 #define RMA_MAX (256 * 4096) /* SCIF_RDMA_RMA_MAX with 4 KiB pages */
+#define RMA_INLINE 8000      /* SCIF_RDMA_RMA_INLINE */
+#define RMA_IREAD 4          /* the inline ops: read, */
+#define RMA_IWRITE 5         /* write (the data after the wire) */
 #define RMA_REQS 16          /* SCIF_RDMA_RMA_REQS */
 #define RMA_FLOOD (3 * RMA_REQS)
 #define BADKEY_ROFF 0x100000 /* rdma-hostile.test's scif_nodes window */
@@ -182,7 +193,7 @@ static int next_event(struct rdma_event_channel *ch, enum rdma_cm_event_type *ty
 
 static int usage(void) {
     fprintf(stderr, "usage: hostile_hello [-t SECONDS] [-f] [-c PORT] [-C PORT] [-R PORT] "
-                    "[-K PORT] ADDR PORT VARIANT SRC DST\n");
+                    "[-K PORT] [-I PORT] ADDR PORT VARIANT SRC DST\n");
     return 2;
 }
 
@@ -355,6 +366,7 @@ static uint8_t rma_rbuf[RMA_RECV][8192];
 static uint8_t rma_ping[FRAME_HDR];
 static struct ibv_mr *rma_rmr, *rma_pmr;
 static unsigned int rma_unreported; /* receives reposted, for lcredits */
+static uint32_t rma_wire_len;       /* of the last RMA_REQ wait_frame() took */
 
 static int rma_post_recv(struct rdma_cm_id *id, int i) {
     struct ibv_sge sge = {(uintptr_t)rma_rbuf[i], sizeof(rma_rbuf[i]), rma_rmr->lkey};
@@ -400,6 +412,7 @@ static int wait_frame(struct rdma_cm_id *id, int type, uint32_t *rid, uint32_t *
         if (wc.byte_len >= FRAME_HDR && f[4] == type && get32(f + 8) == frame_src) {
             *rid = get32(f + 20);
             *status = get32(f + 24);
+            rma_wire_len = wc.byte_len >= FRAME_HDR + RMA_WIRE ? get32(f + FRAME_HDR + 20) : 0;
             return rma_post_recv(id, (int)wc.wr_id) ? -1 : 0;
         }
         if (rma_post_recv(id, (int)wc.wr_id))
@@ -421,23 +434,50 @@ static int rma_req(uint8_t *f, uint32_t dst, uint32_t rid, uint32_t op, uint64_t
     return FRAME_HDR + RMA_WIRE;
 }
 
+/*
+ * The same with @extra bytes of payload after the wire (0x69), and no MR
+ * (address and key zero, as an inline request has) if @nomr; its length.
+ */
+static int rma_req_data(uint8_t *f, uint32_t dst, uint32_t rid, uint32_t op, uint64_t roff,
+                        uint32_t len, uint32_t extra, int nomr) {
+    int n = rma_req(f, dst, rid, op, roff, len);
+
+    if (nomr) {
+        put64(f + FRAME_HDR + 8, 0);
+        put32(f + FRAME_HDR + 16, 0);
+    }
+    put32(f + 16, RMA_WIRE + extra);
+    memset(f + n, 0x69, extra);
+    return n + (int)extra;
+}
+
 /* the requests of -R; dst 0: none, 1: the live connection, 2: not live */
 static const struct {
     const char *name;
     uint32_t op, len;
     uint64_t roff;
     int dst;
+    uint32_t extra; /* payload bytes after the wire */
+    int nomr;       /* MR address and key zero */
 } rma_cases[] = {
-    {"op", 7, 4096, 0, 0},                   /* not read, write or signal */
-    {"len0", 1, 0, 0, 0},                    /* nothing to move */
-    {"toolong", 2, RMA_MAX + 1, 0, 0},       /* beyond SCIF_RDMA_RMA_MAX */
-    {"siglen", 3, 4, 0, 0},                  /* a signal is 8 bytes */
-    {"sigalign", 3, 8, 4, 0},                /* at an 8-aligned offset */
-    {"wrap", 1, 8192, UINT64_MAX - 4095, 0}, /* offset + length wraps */
-    {"negative", 1, 4096, 1ULL << 63, 0},    /* beyond any offset */
-    {"deadconn", 1, 4096, 0, 2},             /* no such connection */
-    {"nowindow", 1, 4096, 0, 1},             /* live, nothing registered */
-    {"signowindow", 3, 8, 0, 1},             /* the same, a signal */
+    {"op", 7, 4096, 0, 0, 0, 0},                   /* not an op of step 20 */
+    {"len0", 1, 0, 0, 0, 0, 0},                    /* nothing to move */
+    {"toolong", 2, RMA_MAX + 1, 0, 0, 0, 0},       /* beyond SCIF_RDMA_RMA_MAX */
+    {"siglen", 3, 4, 0, 0, 0, 0},                  /* a signal is 8 bytes */
+    {"sigalign", 3, 8, 4, 0, 0, 0},                /* at an 8-aligned offset */
+    {"wrap", 1, 8192, UINT64_MAX - 4095, 0, 0, 0}, /* offset + length wraps */
+    {"negative", 1, 4096, 1ULL << 63, 0, 0, 0},    /* beyond any offset */
+    {"deadconn", 1, 4096, 0, 2, 0, 0},             /* no such connection */
+    {"nowindow", 1, 4096, 0, 1, 0, 0},             /* live, nothing registered */
+    {"signowindow", 3, 8, 0, 1, 0, 0},             /* the same, a signal */
+    /* inline (ops 4 and 5): the payload exactly what the op carries */
+    {"datapayload", 1, 4096, 0, 1, 8, 0},           /* a read by RDMA with data */
+    {"ireadpayload", RMA_IREAD, 100, 0, 1, 100, 1}, /* an inline read with data */
+    {"iwriteshort", RMA_IWRITE, 100, 0, 1, 50, 1},  /* half the data */
+    {"iwritelong", RMA_IWRITE, RMA_INLINE + 1, 0, 1, RMA_INLINE + 1, 1}, /* beyond N */
+    {"ireadmr", RMA_IREAD, 100, 0, 1, 0, 0},                             /* an MR on an inline op */
+    {"ireadnowindow", RMA_IREAD, 100, 0, 1, 0, 1},     /* live, nothing registered */
+    {"iwritenowindow", RMA_IWRITE, 100, 0, 1, 100, 1}, /* the same, a write */
 };
 #define RMA_CASES (int)(sizeof(rma_cases) / sizeof(rma_cases[0]))
 
@@ -451,8 +491,9 @@ static const struct {
  * answered ("rma unanswered sent 2").
  */
 static void rma_frames(struct rdma_cm_id *id, unsigned int port, int badkey) {
-    static uint8_t buf[RMA_FLOOD][FRAME_HDR + RMA_WIRE];
+    static uint8_t buf[RMA_FLOOD][FRAME_HDR + RMA_WIRE], big[8192];
     struct ibv_mr *mr = ibv_reg_mr(id->pd, buf, sizeof(buf), 0);
+    struct ibv_mr *bmr = ibv_reg_mr(id->pd, big, sizeof(big), 0);
     struct ibv_send_wr wr[RMA_FLOOD], *bad;
     struct ibv_sge sge[RMA_FLOOD];
     uint32_t conn = 0, rid, status, dst;
@@ -462,7 +503,7 @@ static void rma_frames(struct rdma_cm_id *id, unsigned int port, int badkey) {
     frame_src = badkey ? 4 : 3;
     rma_rmr = ibv_reg_mr(id->pd, rma_rbuf, sizeof(rma_rbuf), IBV_ACCESS_LOCAL_WRITE);
     rma_pmr = ibv_reg_mr(id->pd, rma_ping, sizeof(rma_ping), 0);
-    if (!mr || !rma_rmr || !rma_pmr) {
+    if (!mr || !bmr || !rma_rmr || !rma_pmr) {
         printf("rma setup failed\n");
         return;
     }
@@ -491,10 +532,10 @@ static void rma_frames(struct rdma_cm_id *id, unsigned int port, int badkey) {
     }
     for (i = 0; i < RMA_CASES; i++) {
         dst = rma_cases[i].dst == 1 ? conn : rma_cases[i].dst == 2 ? 999 : 0;
-        n = rma_req(buf[0], dst, 100 + (uint32_t)i, rma_cases[i].op, rma_cases[i].roff,
-                    rma_cases[i].len);
+        n = rma_req_data(big, dst, 100 + (uint32_t)i, rma_cases[i].op, rma_cases[i].roff,
+                         rma_cases[i].len, rma_cases[i].extra, rma_cases[i].nomr);
         status = (uint32_t)-1;
-        if (send_frame(id, mr, buf[0], n) || wait_frame(id, F_RMA_DONE, &rid, &status) ||
+        if (send_frame(id, bmr, big, n) || wait_frame(id, F_RMA_DONE, &rid, &status) ||
             rid != 100 + (uint32_t)i)
             status = (uint32_t)-1;
         printf("rma %s status %d\n", rma_cases[i].name, (int)status);
@@ -527,7 +568,11 @@ static void rma_frames(struct rdma_cm_id *id, unsigned int port, int badkey) {
         }
     }
     printf("rma flood answered %d enxio %d ebusy %d\n", got, enxio, ebusy);
-    /* one byte short of an RMA_REQ, an RMA_DONE for no request of its */
+    /*
+     * One byte short of an RMA_REQ, an RMA_DONE for no request of its,
+     * the same with the data of an inline read, an RMA_DONE longer than
+     * any inline read's.
+     */
     sent = 0;
     n = rma_req(buf[0], 0, 200, 1, 0, 4096);
     put32(buf[0] + 16, RMA_WIRE - 1);
@@ -535,12 +580,72 @@ static void rma_frames(struct rdma_cm_id *id, unsigned int port, int badkey) {
     frame_hdr(buf[0], F_RMA_DONE, 0, 12345, 0);
     put32(buf[0] + 20, 77777);
     sent += !send_frame(id, mr, buf[0], FRAME_HDR);
+    frame_hdr(big, F_RMA_DONE, 0, 12345, 100);
+    put32(big + 20, 77778);
+    sent += !send_frame(id, bmr, big, FRAME_HDR + 100);
+    frame_hdr(big, F_RMA_DONE, 0, 12345, RMA_INLINE + 1);
+    put32(big + 20, 77779);
+    sent += !send_frame(id, bmr, big, FRAME_HDR + RMA_INLINE + 1);
     /* a PING, so that both were taken before we go */
     frame_hdr(buf[0], F_PING, 0, 0, 0);
     if (send_frame(id, mr, buf[0], FRAME_HDR))
         sent = -1;
     printf("rma unanswered sent %d\n", sent);
 out:
+    ibv_dereg_mr(rma_pmr);
+    ibv_dereg_mr(rma_rmr);
+    ibv_dereg_mr(bmr);
+    ibv_dereg_mr(mr);
+}
+
+/*
+ * -I PORT: connect to PORT on the listener's host as connection 5 (from
+ * port 9), then answer the first two RMA_REQs it sends us with an
+ * RMA_DONE of status 0 whose payload the request does not allow: an
+ * inline read's one byte short, 8 bytes for a read by RDMA.  Prints the
+ * requests ("rma inline request op O len L") and "rma inline answers
+ * sent N".
+ */
+static void inline_answers(struct rdma_cm_id *id, unsigned int port) {
+    static uint8_t buf[8192];
+    struct ibv_mr *mr = ibv_reg_mr(id->pd, buf, sizeof(buf), 0);
+    uint32_t conn = 0, rid, op, plen;
+    int i, sent = 0;
+
+    frame_src = 5;
+    rma_rmr = ibv_reg_mr(id->pd, rma_rbuf, sizeof(rma_rbuf), IBV_ACCESS_LOCAL_WRITE);
+    rma_pmr = ibv_reg_mr(id->pd, rma_ping, sizeof(rma_ping), 0);
+    if (!mr || !rma_rmr || !rma_pmr) {
+        printf("rma setup failed\n");
+        return;
+    }
+    frame_hdr(buf, F_CONN_REQ, 0, 0, 0);
+    put32(buf + 20, 9U << 16 | port);
+    put32(buf + 24, 4096);
+    if (!send_frame(id, mr, buf, FRAME_HDR))
+        conn = wait_conn_acc(id);
+    printf("rma connection %s\n", conn ? "live" : "refused");
+    for (i = 0; i < RMA_RECV; i++)
+        if (rma_post_recv(id, i))
+            break;
+    rma_unreported = 0;
+    for (i = 0; conn && i < 2; i++) {
+        if (wait_frame(id, F_RMA_REQ, &rid, &op))
+            break;
+        printf("rma inline request op %u len %u\n", op, rma_wire_len);
+        plen = op == RMA_IREAD && rma_wire_len ? rma_wire_len - 1 : 8;
+        if (plen > RMA_INLINE)
+            break;
+        frame_hdr(buf, F_RMA_DONE, (unsigned int)rma_unreported, conn, plen);
+        rma_unreported = 0;
+        put32(buf + 20, rid);
+        put32(buf + 24, 0);
+        memset(buf + FRAME_HDR, 0x69, plen);
+        if (send_frame(id, mr, buf, FRAME_HDR + (int)plen))
+            break;
+        sent++;
+    }
+    printf("rma inline answers sent %d\n", sent);
     ibv_dereg_mr(rma_pmr);
     ibv_dereg_mr(rma_rmr);
     ibv_dereg_mr(mr);
@@ -578,9 +683,9 @@ int main(int argc, char **argv) {
     char tag[64];
     unsigned long src, dst;
     char *end;
-    int opt, len, status, ret, frames = 0, cport = 0, crport = 0, rport = 0, kport = 0;
+    int opt, len, status, ret, frames = 0, cport = 0, crport = 0, rport = 0, kport = 0, iport = 0;
 
-    while ((opt = getopt(argc, argv, "fc:C:R:K:t:")) != -1) {
+    while ((opt = getopt(argc, argv, "fc:C:R:K:I:t:")) != -1) {
         if (opt == 'f') {
             frames = 1;
             continue;
@@ -594,6 +699,12 @@ int main(int argc, char **argv) {
         if (opt == 'K') {
             kport = atoi(optarg);
             if (kport < 1 || kport > 65535)
+                return usage();
+            continue;
+        }
+        if (opt == 'I') {
+            iport = atoi(optarg);
+            if (iport < 1 || iport > 65535)
                 return usage();
             continue;
         }
@@ -696,6 +807,8 @@ int main(int argc, char **argv) {
             rma_frames(id, (unsigned int)rport, 0);
         if (kport)
             rma_frames(id, (unsigned int)kport, 1);
+        if (iport)
+            inline_answers(id, (unsigned int)iport);
         printf("hostile_hello %s: ESTABLISHED\n", tag);
         rdma_disconnect(id);
         /* DISCONNECTED, or nothing within the timeout */

@@ -13,6 +13,11 @@
  * bytes at offset ROFF on it, sends ROFF (8 bytes), prints "window PORT:
  * node N", and waits (at most SECONDS) until the connection ends:
  * "window PORT: ended ERRNONAME" (0 for an orderly close).
+ * With "reads PORT SECONDS" (rdma-hostile.test, a hostile peer answering
+ * our RMA) it listens on PORT, accepts one connection within SECONDS and
+ * reads 8 bytes (inline across hosts), then 64 KiB (by RDMA) at offset
+ * 1 MiB of the peer with scif_vreadfrom into a buffer of 0x77, and prints
+ * "reads PORT LEN: ok|ERRNONAME untouched|written" for each.
  * Exit 0, or 1 when a call fails in a way the test did not ask about.
  */
 #include <errno.h>
@@ -87,6 +92,40 @@ static int window(uint16_t port, off_t roff, size_t len, int seconds) {
     return 0;
 }
 
+/* The "reads" command: our RMA for a hostile peer to answer. */
+static int reads(uint16_t port, int seconds) {
+    static const size_t lens[] = {8, 65536};
+    scif_epd_t lst = scif_open(), ep;
+    struct scif_portID peer;
+    struct pollfd p;
+    uint8_t *buf = malloc(65536);
+    size_t i, j;
+    int ret;
+
+    if (!buf || lst == SCIF_OPEN_FAILED || scif_bind(lst, port) < 0 || scif_listen(lst, 1) < 0) {
+        perror("reads: listen");
+        return 1;
+    }
+    p = (struct pollfd){.fd = scif_get_fd(lst), .events = POLLIN};
+    if (poll(&p, 1, seconds * 1000) != 1 || scif_accept(lst, &peer, &ep, SCIF_ACCEPT_SYNC) < 0) {
+        printf("reads %u: no connection within %d s\n", port, seconds);
+        return 1;
+    }
+    for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        memset(buf, 0x77, 65536);
+        ret = scif_vreadfrom(ep, buf, lens[i], 1 << 20, SCIF_RMA_SYNC);
+        for (j = 0; j < 65536 && buf[j] == 0x77; j++)
+            ;
+        printf("reads %u %zu: %s %s\n", port, lens[i], ret < 0 ? errname(errno) : "ok",
+               j == 65536 ? "untouched" : "written");
+        fflush(stdout);
+    }
+    scif_close(ep);
+    scif_close(lst);
+    free(buf);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     uint16_t nodes[64], self = 0xffff;
     int n, i;
@@ -119,8 +158,13 @@ int main(int argc, char **argv) {
     } else if (argc == 6 && !strcmp(argv[1], "window")) {
         return window((uint16_t)strtoul(argv[2], NULL, 0), (off_t)strtoull(argv[3], NULL, 0),
                       strtoull(argv[4], NULL, 0), atoi(argv[5]));
+    } else if (argc == 4 && !strcmp(argv[1], "reads")) {
+        return reads((uint16_t)strtoul(argv[2], NULL, 0), atoi(argv[3]));
     } else if (argc != 1) {
-        fprintf(stderr, "usage: %s [connect NODE PORT | window PORT ROFF LEN SECONDS]\n", argv[0]);
+        fprintf(stderr,
+                "usage: %s [connect NODE PORT | window PORT ROFF LEN SECONDS | reads PORT "
+                "SECONDS]\n",
+                argv[0]);
         return 2;
     }
     return 0;

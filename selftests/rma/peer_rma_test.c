@@ -82,15 +82,23 @@ static int srv_windows(int epd, uint8_t *buf, int ro2) {
     return 0;
 }
 
-/* Check the windows against the expectation [a, b) -> cli_pat(j + delta). */
-static int srv_check(const uint8_t *buf, const int64_t exp[3]) {
-    size_t j, bad = 0, first = 0;
+/*
+ * Check the windows against @n expectations [a, b) -> cli_pat(j + delta)
+ * (disjoint, ascending), srv_pat(j) elsewhere.
+ */
+static int srv_check_n(const uint8_t *buf, const int64_t (*exp)[3], size_t n) {
+    size_t j, i, bad = 0, first = 0;
 
-    CHECK(exp[0] >= 0 && exp[0] <= exp[1] && exp[1] <= 2 * HALF, "bad expectation");
-    for (j = 0; j < 2 * HALF; j++) {
-        uint8_t want =
-            (int64_t)j >= exp[0] && (int64_t)j < exp[1] ? cli_pat(j + exp[2]) : srv_pat(j);
+    for (i = 0; i < n; i++)
+        CHECK(exp[i][0] >= (i ? exp[i - 1][1] : 0) && exp[i][0] <= exp[i][1] &&
+                  exp[i][1] <= 2 * HALF,
+              "bad expectation %zu", i);
+    for (j = 0, i = 0; j < 2 * HALF; j++) {
+        uint8_t want;
 
+        while (i < n && (int64_t)j >= exp[i][1])
+            i++;
+        want = i < n && (int64_t)j >= exp[i][0] ? cli_pat(j + exp[i][2]) : srv_pat(j);
         if (buf[j] != want && !bad++)
             first = j;
     }
@@ -98,6 +106,73 @@ static int srv_check(const uint8_t *buf, const int64_t exp[3]) {
           buf[first]);
     return KSFT_PASS;
 }
+
+/* Check the windows against the expectation [a, b) -> cli_pat(j + delta). */
+static int srv_check(const uint8_t *buf, const int64_t exp[3]) {
+    return srv_check_n(buf, (const int64_t(*)[3])exp, 1);
+}
+
+/*
+ * The inline behaviour (scif_rdma: a call of at most N bytes, N from
+ * /sys/kernel/scif_rdma/rma_inline_max, moves its data in the frames):
+ * sizes 1, 8, 100, N-1, N, N+1 for each of the four calls, call t and
+ * size s in slot k = t * INL_NSIZES + s, at server index INL_R(k) and
+ * local offset INL_L(k, t) (both crossing a page from 8 bytes on); then
+ * an asynchronous N-byte vwriteto into slot INL_SIG_SLOT and a remote
+ * fence signal after it.  Across hosts, the client's rma_inline_sent and
+ * the server's rma_inline_served grow by exactly INL_COUNT.
+ */
+#define INL_NSIZES 6
+#define INL_SLOT 16384
+#define INL_R(k) ((size_t)(4 << 20) + (size_t)(k)*INL_SLOT + 4093)
+#define INL_L(k, t) ((size_t)(k)*INL_SLOT + 4095 - (size_t)(t))
+#define INL_SIG_SLOT (4 * INL_NSIZES)
+#define INL_LOCAL ((INL_SIG_SLOT + 1) * INL_SLOT)
+/* the calls of at most N bytes: five sizes of four calls, the signal's */
+#define INL_COUNT (4 * (INL_NSIZES - 1) + 1)
+/* the server's expectation: the two write calls' ranges and the signal's */
+#define INL_RANGES (2 * INL_NSIZES + 1)
+#define INL_SYSFS "/sys/kernel/scif_rdma/"
+/* N against an emulated peer (no scif_rdma: no inline path, same sizes) */
+#define INL_EMULATED 8000
+
+/* A decimal sysfs counter of scif_rdma, or -1. */
+static long long inl_counter(const char *name) {
+    char path[128], line[64];
+    long long v = -1;
+    FILE *f;
+
+    snprintf(path, sizeof(path), INL_SYSFS "%s", name);
+    f = fopen(path, "r");
+    if (!f)
+        return -1;
+    if (!fgets(line, sizeof(line), f) || sscanf(line, "%lld", &v) != 1)
+        v = -1;
+    fclose(f);
+    return v;
+}
+
+/* N: across hosts scif_rdma's (0 if unreadable), else INL_EMULATED. */
+static size_t inl_max(const struct peer_ctx *c) {
+    long long v;
+
+    if (!c->remote)
+        return INL_EMULATED;
+    v = inl_counter("rma_inline_max");
+    return v > 8 && v < (1 << 20) ? (size_t)v : 0;
+}
+
+/* The size of size index @s for inline maximum @n. */
+static size_t inl_size(int s, size_t n) {
+    static const long long base[INL_NSIZES] = {1, 8, 100, -1, 0, 1};
+
+    return s < 3 ? (size_t)base[s] : n + (size_t)base[s];
+}
+
+/* Flags per size index: synchronous, asynchronous, ordered. */
+static const int inl_flags[INL_NSIZES] = {
+    SCIF_RMA_SYNC, 0, SCIF_RMA_SYNC | SCIF_RMA_ORDERED, 0, SCIF_RMA_SYNC, SCIF_RMA_ORDERED,
+};
 
 enum { SRV_PLAIN, SRV_RO2, SRV_SIGNAL, SRV_CLOSE, SRV_UNREG };
 
@@ -173,6 +248,49 @@ static int srv_close(struct peer_ctx *c) {
 }
 static int srv_unreg(struct peer_ctx *c) {
     return serve(c, SRV_UNREG);
+}
+
+/*
+ * Server half of the inline behaviour: the windows, the offset; the
+ * client's remote signal seen only after the data of the inline write
+ * before it; then the client's INL_RANGES expectations checked, and
+ * across hosts rma_inline_served grown by exactly INL_COUNT.
+ */
+static int srv_inline(struct peer_ctx *c) {
+    uint8_t *buf = srv_buf(), done = 0;
+    int64_t off = WIN_OFF, exp[INL_RANGES][3];
+    long long served0 = c->remote ? inl_counter("rma_inline_served") : 0, served;
+    size_t n = inl_max(c), r = INL_R(INL_SIG_SLOT), l = INL_L(INL_SIG_SLOT, 3), j;
+    volatile uint64_t *w;
+    int epd;
+
+    CHECK(buf, "alloc");
+    CHECK(n && served0 >= 0, "no " INL_SYSFS "rma_inline_max or rma_inline_served");
+    epd = srv_accept(c, 0);
+    CHECK(epd >= 0, "accept");
+    CHECK(srv_windows(epd, buf, 0) == 0);
+    CHECK(send_all(epd, &off, sizeof(off)) == 0, "send offset");
+    w = (volatile uint64_t *)(buf + SIG_AT);
+    for (j = 0; j < 200000 && *w != SIG_VAL; j++)
+        sleep_ms(1);
+    CHECK(*w == SIG_VAL, "no remote signal: %#llx", (unsigned long long)*w);
+    for (j = 0; j < n; j++)
+        CHECK(buf[r + j] == cli_pat(l + j),
+              "byte %zu of the inline write when the signal was seen: %#x", j, buf[r + j]);
+    for (j = SIG_AT; j < SIG_AT + 8; j++)
+        buf[j] = srv_pat(j);
+    CHECK(recv_all(epd, exp, sizeof(exp)) == 0, "the client's expectations");
+    CHECK(srv_check_n(buf, (const int64_t(*)[3])exp, INL_RANGES) == KSFT_PASS);
+    CHECK_OK(scif_unregister(epd, WIN_OFF, 2 * HALF));
+    CHECK(send_all(epd, &done, 1) == 0, "send the ack");
+    CHECK_OK(scif_close(epd));
+    free(buf);
+    if (c->remote) {
+        served = inl_counter("rma_inline_served");
+        CHECK(served - served0 == INL_COUNT, "rma_inline_served %lld -> %lld, expected +%d",
+              served0, served, INL_COUNT);
+    }
+    return KSFT_PASS;
 }
 
 /* Client: connect to data port 0 and learn the server's window offset. */
@@ -381,6 +499,93 @@ static int vwriteto_cli(struct peer_ctx *c) {
     return cli_done_exp(epd, 0, (int64_t)hi, VSHIFT);
 }
 
+/*
+ * The inline sizes (1, 8, 100, N-1, N, N+1) of readfrom, writeto,
+ * vreadfrom and vwriteto at page-crossing offsets on both sides, sync,
+ * async and ordered, every byte checked on both sides; an asynchronous
+ * inline vwriteto followed by a remote fence signal (the server sees the
+ * signal only after the data); across hosts rma_inline_sent grows by
+ * exactly the calls of at most N bytes, so the inline path was taken.
+ */
+static int inline_cli(struct peer_ctx *c) {
+    long long sent0 = c->remote ? inl_counter("rma_inline_sent") : 0, sent;
+    size_t n = inl_max(c), i, j, len, r, l;
+    int64_t exp[INL_RANGES][3];
+    uint8_t *win, *u = aligned_alloc(4096, INL_LOCAL), ack;
+    off_t roff;
+    int epd, s, t, e = 0;
+
+    CHECK(u, "alloc");
+    CHECK(n && sent0 >= 0, "no " INL_SYSFS "rma_inline_max or rma_inline_sent");
+    epd = cli_setup(c, &roff);
+    CHECK(epd >= 0, "connect");
+    CHECK(local_window(epd, 0, INL_LOCAL, &win) == 0, "local window");
+    for (i = 0; i < INL_LOCAL; i++)
+        u[i] = cli_pat(i);
+    for (t = 0; t < 4; t++) {
+        for (s = 0; s < INL_NSIZES; s++) {
+            int k = t * INL_NSIZES + s, fl = inl_flags[s], rd = t == 0 || t == 2;
+            uint8_t *loc = t < 2 ? win : u;
+
+            len = inl_size(s, n);
+            r = INL_R(k);
+            l = INL_L(k, t);
+            if (rd)
+                memset(loc, 0xee, INL_LOCAL);
+            if (t == 0)
+                CHECK_OK(scif_readfrom(epd, (off_t)l, len, roff + (off_t)r, fl));
+            else if (t == 1)
+                CHECK_OK(scif_writeto(epd, (off_t)l, len, roff + (off_t)r, fl));
+            else if (t == 2)
+                CHECK_OK(scif_vreadfrom(epd, u + l, len, roff + (off_t)r, fl));
+            else
+                CHECK_OK(scif_vwriteto(epd, u + l, len, roff + (off_t)r, fl));
+            if (!(fl & SCIF_RMA_SYNC))
+                CHECK_OK(fence_all(epd));
+            if (!rd) {
+                exp[e][0] = (int64_t)r;
+                exp[e][1] = (int64_t)(r + len);
+                exp[e++][2] = (int64_t)l - (int64_t)r;
+                continue;
+            }
+            for (j = 0; j < INL_LOCAL; j++) {
+                uint8_t want = j >= l && j < l + len ? srv_pat(j - l + r) : 0xee;
+
+                CHECK(loc[j] == want, "call %d, %zu bytes: local byte %zu is %#x, expected %#x", t,
+                      len, j, loc[j], want);
+            }
+        }
+        /* the reads overwrote it: the writes' source again */
+        for (i = 0; i < INL_LOCAL; i++)
+            (t < 2 ? win : u)[i] = cli_pat(i);
+    }
+    /* the data of an asynchronous inline write, then the signal */
+    r = INL_R(INL_SIG_SLOT);
+    l = INL_L(INL_SIG_SLOT, 3);
+    CHECK_OK(scif_vwriteto(epd, u + l, n, roff + (off_t)r, 0));
+    CHECK_OK(scif_fence_signal(epd, 0, 0, roff + SIG_AT, SIG_VAL,
+                               SCIF_FENCE_INIT_SELF | SCIF_SIGNAL_REMOTE));
+    exp[e][0] = (int64_t)r;
+    exp[e][1] = (int64_t)(r + n);
+    exp[e++][2] = (int64_t)l - (int64_t)r;
+    CHECK(e == INL_RANGES, "%d ranges", e);
+    if (c->remote) {
+        sent = inl_counter("rma_inline_sent");
+        CHECK(sent - sent0 == INL_COUNT,
+              "rma_inline_sent %lld -> %lld, expected +%d: the inline path not taken", sent0, sent,
+              INL_COUNT);
+    } else {
+        diag("emulated peer: no inline path (scif_rdma only), the data checked");
+    }
+    CHECK_OK(scif_unregister(epd, 0, INL_LOCAL));
+    CHECK(send_all(epd, exp, sizeof(exp)) == 0, "send the expectations");
+    CHECK(recv_all(epd, &ack, 1) == 0, "the server's ack");
+    CHECK_OK(scif_close(epd));
+    free(win);
+    free(u);
+    return KSFT_PASS;
+}
+
 /* Fence marks and waits over asynchronous transfers. */
 static int fence_mark_cli(struct peer_ctx *c) {
     int epd, mark = -1, i;
@@ -494,15 +699,19 @@ static int mmap_cli(struct peer_ctx *c) {
 /*
  * The peer's checks: writing its read-only second window is EACCES
  * (reading it works), a range beyond its windows or over a hole is ENXIO;
- * nothing of a refused transfer is written on either side.
+ * nothing of a refused transfer is written on either side.  The same for
+ * inline sizes (8, 100 B, page-crossing), across hosts with
+ * rma_inline_sent grown by exactly those four calls.
  */
 static int errors_cli(struct peer_ctx *c) {
     uint8_t *buf, *u = malloc(8192);
+    long long sent0, sent;
     off_t roff;
     size_t j;
     int epd;
 
     CHECK(u, "alloc");
+    CHECK(inl_max(c) > 100, "no " INL_SYSFS "rma_inline_max, or 100 B not inline");
     epd = cli_setup(c, &roff);
     CHECK(epd >= 0, "connect");
     CHECK(local_window(epd, 0, 65536, &buf) == 0, "local window");
@@ -513,6 +722,16 @@ static int errors_cli(struct peer_ctx *c) {
     for (j = 0; j < 4096; j++)
         CHECK(buf[j] == srv_pat(HALF + j), "read-only window byte %zu: %#x", j, buf[j]);
     memset(u, 0xee, 8192);
+    memset(buf, 0xee, 65536);
+    sent0 = c->remote ? inl_counter("rma_inline_sent") : 0;
+    CHECK_ERR(scif_writeto(epd, 4093, 8, roff + HALF + 4093, SCIF_RMA_SYNC), EACCES);
+    CHECK_ERR(scif_vwriteto(epd, u + 1, 100, roff + HALF - 50, SCIF_RMA_SYNC), EACCES);
+    CHECK_ERR(scif_readfrom(epd, 4095, 100, roff + 2 * HALF - 50, SCIF_RMA_SYNC), ENXIO);
+    CHECK_ERR(scif_vreadfrom(epd, u + 4090, 8, roff - 4, SCIF_RMA_SYNC), ENXIO);
+    sent = c->remote ? inl_counter("rma_inline_sent") : 4;
+    CHECK(sent - sent0 == 4, "rma_inline_sent %lld -> %lld for 4 inline calls", sent0, sent);
+    for (j = 0; j < 65536; j++)
+        CHECK(buf[j] == 0xee, "local window byte %zu written by a refused transfer", j);
     CHECK_ERR(scif_readfrom(epd, 0, 4096, roff + 2 * HALF, SCIF_RMA_SYNC), ENXIO);
     CHECK_ERR(scif_readfrom(epd, 0, 8192, roff + 2 * HALF - 4096, SCIF_RMA_SYNC), ENXIO);
     CHECK_ERR(scif_vreadfrom(epd, u, 8192, roff - 4096, SCIF_RMA_SYNC), ENXIO);
@@ -766,11 +985,14 @@ static const struct peer_test tests[] = {
      0},
     {"peer rma: vreadfrom 1 B .. 16 MiB unaligned, data checked", srv_plain, vreadfrom_cli, 900, 0},
     {"peer rma: vwriteto 1 B .. 16 MiB unaligned, data checked", srv_plain, vwriteto_cli, 900, 0},
+    {"peer rma: inline sizes (1, 8, 100, N-1, N, N+1 B) of the four calls, the inline path taken",
+     srv_inline, inline_cli, 600, 0},
     {"peer rma: fence mark/wait over asynchronous transfers", srv_plain, fence_mark_cli, 300, 0},
     {"peer rma: local and remote fence signals after the data", srv_signal, fence_signal_cli, 300,
      0},
     {"peer rma: scif_mmap of the peer's window (ENXIO across hosts)", srv_plain, mmap_cli, 300, 0},
-    {"peer rma: EACCES and ENXIO from the peer, nothing written", srv_ro2, errors_cli, 300, 0},
+    {"peer rma: EACCES and ENXIO from the peer (inline sizes too), nothing written", srv_ro2,
+     errors_cli, 300, 0},
     {"peer rma: peer closes during readfroms: ECONNRESET/ENXIO, no hang", srv_close, close_read_cli,
      300, 0},
     {"peer rma: peer closes during vwritetos: ECONNRESET/ENXIO, no hang", srv_close,
