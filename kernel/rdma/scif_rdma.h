@@ -37,7 +37,7 @@
  *     is one frame: a struct srd_hdr (magic SCIF_RDMA_FRAME_MAGIC, type,
  *     reserved zero, link credits, destination and source connection
  *     ids, payload length, two arguments; big-endian), then the payload
- *     (DATA only).  While up, each side queues a PING every
+ *     (DATA, RMA_REQ, an inline read's RMA_DONE).  While up, each side queues a PING every
  *     SCIF_RDMA_KEEPALIVE.  A send or receive completing in error, or
  *     nothing valid received for SCIF_RDMA_DEAD, ends the link as in
  *     step 8: so a peer that vanishes without a DREQ (powered off, link
@@ -54,9 +54,12 @@
  * 10. Every received frame is checked before use: at least a header
  *     long, magic, reserved, a known type, the length field equal to the
  *     bytes received minus the header (at most SCIF_RDMA_BUF in all), no
- *     payload but on DATA, DATA not empty, returned link credits within
- *     what we used.  A bad frame is dropped, counted (sysfs bad_frames)
- *     and logged rate-limited; the link stays up.
+ *     payload but on DATA, RMA_REQ (at least a struct srd_rma_wire) and
+ *     RMA_DONE (at most SCIF_RDMA_RMA_INLINE), DATA not empty, returned
+ *     link credits within what we used.  A bad frame is dropped, counted
+ *     (sysfs bad_frames) and logged rate-limited; the link stays up.
+ *     That an RMA frame's payload is exactly what its op carries is
+ *     checked in steps 20 and 21.
  * 11. Link credits, so that a SEND never finds no posted receive: a side
  *     may have as many frames in flight as the peer posted receives
  *     (SCIF_RDMA_NRECV at first).  Each reposted receive is returned to
@@ -110,7 +113,11 @@
  *     one); for each it takes one of SCIF_RDMA_RMA_REQS request slots
  *     of the link, DMA-maps its local pages, registers them in an MR of
  *     its own (IB_WR_REG_MR; REMOTE_WRITE for a read, REMOTE_READ for a
- *     write, nothing else) and waits for that to complete.  A call keeps
+ *     write, nothing else) and waits for that to complete.  A call of at
+ *     most SCIF_RDMA_RMA_INLINE bytes instead is one inline request (ops
+ *     4 and 5, step 20): no MR, no DMA mapping, no RDMA on either side;
+ *     its data travels in the RMA_REQ (a write: copied from the local
+ *     pages into the frame) or in the RMA_DONE (a read, step 21).  A call keeps
  *     up to SRD_RMA_PIPE requests in flight (steps 20-21 for each),
  *     started and reaped in order; it waits for a slot only when none of
  *     its own is out (else it reaps its oldest first), so calls sharing
@@ -122,29 +129,47 @@
  *     unique among its outstanding ones, arg2 = the op: 1 the initiator
  *     reads, 2 it writes; payload struct srd_rma_wire: remote offset, MR
  *     address, key, length; op 3 is a remote fence signal: length 8,
- *     an 8-aligned offset, the value in the address field, no MR).  The
- *     target checks op, 0 < length <=
- *     SCIF_RDMA_RMA_MAX, offset + length not wrapping, the connection
- *     live and from that source, at most SCIF_RDMA_RMA_REQS in service
- *     (EBUSY); gathers its endpoint's window pages with the protection
- *     the op needs (scif_remote_rma_get(): references held until done;
- *     ENXIO, EACCES), and in a work item maps them, registers them for
- *     local access only and posts one RDMA WRITE (initiator reads) or
- *     RDMA READ (initiator writes) to the initiator's MR; a signal it
+ *     an 8-aligned offset, the value in the address field, no MR; op 4
+ *     (SRD_RMA_IREAD) an inline read and op 5 (SRD_RMA_IWRITE) an inline
+ *     write, 0 < length <= SCIF_RDMA_RMA_INLINE, address and key zero,
+ *     op 5's payload the wire followed by exactly length bytes, every
+ *     other op's exactly the wire).  The target checks op, 0 < length <=
+ *     SCIF_RDMA_RMA_MAX, those rules of each op (any broken: counted as
+ *     in step 10 and answered EINVAL), offset + length not wrapping
+ *     (ENXIO), the connection live and from that source, at most
+ *     SCIF_RDMA_RMA_REQS in service (EBUSY); gathers its endpoint's
+ *     window pages with the protection the op needs
+ *     (scif_remote_rma_get(): references held until done; ENXIO,
+ *     EACCES), and in a work item maps them, registers them for local
+ *     access only and posts one RDMA WRITE (initiator reads) or RDMA READ
+ *     (initiator writes) to the initiator's MR; an inline op it serves
+ *     in the work item with the CPU (kmap_local_page(), page by page):
+ *     a write's data from the request into the window pages, a read's
+ *     from the window pages into its RMA_DONE; a signal it
  *     writes with one 8-byte store after the checks of a local fence
  *     signal (scif_remote_signal(): ENXIO, EACCES).  Every
- *     RMA_REQ is answered by one RMA_DONE, also when refused at once.
+ *     RMA_REQ is answered by one RMA_DONE, also when refused at once,
+ *     and only after the data moved (RDMA completed, or copied): so a
+ *     fence signal or the last request of an SCIF_RMA_ORDERED call, sent
+ *     only after the RMA_DONEs before it, is never visible before their
+ *     data, inline or not.
  *     RMA work requests have their own budget of the send queue,
  *     SCIF_RDMA_RMA_SQ (the QP has SCIF_RDMA_SQ + SCIF_RDMA_RMA_SQ).
  * 21. RMA_DONE (dst, src = the ids, arg = the request id, arg2 = 0 or a
  *     positive errno: ENXIO, EACCES, ENOMEM, EINVAL, EBUSY, ECONNRESET
  *     (a completion error: the link then resets)) once the RDMA completed
  *     or failed and the target unmapped its pages and dropped its window
- *     references.  It is matched by request id and the initiator's
+ *     references.  The answer to an inline read of status 0 carries the
+ *     data: a payload of exactly the request's length; every other
+ *     RMA_DONE none.  It is matched by request id and the initiator's
  *     connection id, not by connection state (the connection may have
- *     closed meanwhile); unknown ids are counted as in step 10.  The
- *     initiator then deregisters its MR (which invalidates it) and
- *     unmaps; any status but ENXIO, EACCES, ENOMEM reads as ECONNRESET.
+ *     closed meanwhile); unknown ids are counted as in step 10.  A
+ *     payload not as the request allows is counted as in step 10 and the
+ *     request fails (ECONNRESET), nothing copied; else the initiator
+ *     copies an inline read's data into its local pages (under the
+ *     request table's lock, so the waiter still holds them), or
+ *     deregisters its MR (which invalidates it) and unmaps; any status
+ *     but ENXIO, EACCES, ENOMEM reads as ECONNRESET.
  * 22. When a link ends, srd_destroy_link() destroys QP and CQ, then marks
  *     the link dead: every RMA waiter on either side wakes, deregisters
  *     and unmaps (the call gets ECONNRESET), and the PD is freed only
