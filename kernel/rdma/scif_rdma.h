@@ -35,12 +35,12 @@
  *  7. Frames and keepalive: each side keeps SCIF_RDMA_NRECV receives of
  *     SCIF_RDMA_BUF bytes posted on the QP (from step 2/4 on).  Every SEND
  *     is one frame: a struct srd_hdr (magic SCIF_RDMA_FRAME_MAGIC, type,
- *     reserved zero, link credits, destination and source connection
- *     ids, payload length, two arguments; big-endian), then the payload
- *     (DATA, RMA_REQ, an inline read's RMA_DONE).  While up, each side queues a PING every
- *     SCIF_RDMA_KEEPALIVE.  A send or receive completing in error, or
- *     nothing valid received for SCIF_RDMA_DEAD, ends the link as in
- *     step 8: so a peer that vanishes without a DREQ (powered off, link
+ *     reserved zero, link credits, destination and source connection ids,
+ *     payload length, two arguments; big-endian), then the payload (DATA,
+ *     RMA_REQ, an inline read's RMA_DONE).  While up, each side queues a
+ *     PING every SCIF_RDMA_KEEPALIVE.  A send or receive completing in
+ *     error, or nothing valid received for SCIF_RDMA_DEAD, ends the link as
+ *     in step 8: so a peer that vanishes without a DREQ (powered off, link
  *     gone) goes down.
  *  8. DISCONNECTED, DEVICE_REMOVAL, ADDR/ROUTE/CONNECT errors, UNREACHABLE,
  *     REJECTED, the keepalive (step 7), the peer being deleted, or the
@@ -106,25 +106,25 @@
  *     return, the proxies are freed.  A new link starts with no
  *     connections.
  * 19. RMA (scif_rdma_rma.c, docs/transport.md "RMA across hosts") is
- *     target-driven: the host owning the window does the RDMA, so no key
- *     of a window leaves its host.  The initiator (the transport's rma
- *     operation) cuts the range in requests of at most ka->rma_pages
- *     pages (SCIF_RDMA_RMA_PAGES or what the device registers, minus
- *     one); for each it takes one of SCIF_RDMA_RMA_REQS request slots
- *     of the link, DMA-maps its local pages, registers them in an MR of
- *     its own (IB_WR_REG_MR; REMOTE_WRITE for a read, REMOTE_READ for a
- *     write, nothing else) and waits for that to complete.  A call of at
- *     most SCIF_RDMA_RMA_INLINE bytes instead is one inline request (ops
- *     4 and 5, step 20): no MR, no DMA mapping, no RDMA on either side;
- *     its data travels in the RMA_REQ (a write: copied from the local
- *     pages into the frame) or in the RMA_DONE (a read, step 21).  A call keeps
- *     up to SRD_RMA_PIPE requests in flight (steps 20-21 for each),
- *     started and reaped in order; it waits for a slot only when none of
- *     its own is out (else it reaps its oldest first), so calls sharing
- *     the slots never deadlock.  With SCIF_RMA_ORDERED the last request
- *     (the last bytes) is sent only after every earlier one was answered.
- *     The target serves requests in parallel work items (srd_rma_wq),
- *     bounded per link by SCIF_RDMA_RMA_REQS and SCIF_RDMA_RMA_SQ.
+ *     target-driven: the host owning the window does the RDMA, so no key of
+ *     a window leaves its host.  The initiator (the transport's rma
+ *     operation) cuts the range in requests of at most ka->rma_pages pages
+ *     (SCIF_RDMA_RMA_PAGES or what the device registers, minus one); for
+ *     each it takes one of SCIF_RDMA_RMA_REQS request slots of the link,
+ *     DMA-maps its local pages, registers them in an MR of its own
+ *     (IB_WR_REG_MR; REMOTE_WRITE for a read, REMOTE_READ for a write,
+ *     nothing else) and waits for that to complete.  A call of at most
+ *     SCIF_RDMA_RMA_INLINE bytes instead is one inline request (ops 4 and
+ *     5, step 20): no MR, no DMA mapping, no RDMA on either side; its data
+ *     travels in the RMA_REQ (a write: copied from the local pages into the
+ *     frame) or in the RMA_DONE (a read, step 21).  A call keeps up to
+ *     SRD_RMA_PIPE requests in flight (steps 20-21 for each), started and
+ *     reaped in order; it waits for a slot only when none of its own is out
+ *     (else it reaps its oldest first), so calls sharing the slots never
+ *     deadlock.  With SCIF_RMA_ORDERED the last request (the last bytes) is
+ *     sent only after every earlier one was answered.  The target serves
+ *     requests in parallel work items (srd_rma_wq), bounded per link by
+ *     SCIF_RDMA_RMA_REQS and SCIF_RDMA_RMA_SQ.
  * 20. It sends RMA_REQ (dst, src = the connection ids, arg = a request id
  *     unique among its outstanding ones, arg2 = the op: 1 the initiator
  *     reads, 2 it writes; payload struct srd_rma_wire: remote offset, MR
