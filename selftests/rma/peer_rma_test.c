@@ -985,7 +985,7 @@ static const struct peer_test tests[] = {
      0},
     {"peer rma: vreadfrom 1 B .. 16 MiB unaligned, data checked", srv_plain, vreadfrom_cli, 900, 0},
     {"peer rma: vwriteto 1 B .. 16 MiB unaligned, data checked", srv_plain, vwriteto_cli, 900, 0},
-    {"peer rma: inline sizes (1, 8, 100, N-1, N, N+1 B) of the four calls, the inline path taken",
+    {"peer rma: 1, 8, 100, N-1, N, N+1 B of the four calls; across hosts counted inline",
      srv_inline, inline_cli, 600, 0},
     {"peer rma: fence mark/wait over asynchronous transfers", srv_plain, fence_mark_cli, 300, 0},
     {"peer rma: local and remote fence signals after the data", srv_signal, fence_signal_cli, 300,
