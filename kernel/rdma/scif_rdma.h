@@ -123,9 +123,8 @@
  *     (else it reaps its oldest first), so calls sharing the slots never
  *     deadlock.  With SCIF_RMA_ORDERED the last request (the last bytes) is
  *     sent only after every earlier one was answered.  The target serves
- *     requests by RDMA and signals in parallel work items (srd_rma_wq),
- *     bounded per link by SCIF_RDMA_RMA_REQS and SCIF_RDMA_RMA_SQ, and
- *     inline requests at once in its receive path (step 20).
+ *     requests in parallel work items (srd_rma_wq), bounded per link by
+ *     SCIF_RDMA_RMA_REQS and SCIF_RDMA_RMA_SQ.
  * 20. It sends RMA_REQ (dst, src = the connection ids, arg = a request id
  *     unique among its outstanding ones, arg2 = the op: 1 the initiator
  *     reads, 2 it writes; payload struct srd_rma_wire: remote offset, MR
@@ -144,17 +143,11 @@
  *     EACCES), and in a work item maps them, registers them for local
  *     access only and posts one RDMA WRITE (initiator reads) or RDMA READ
  *     (initiator writes) to the initiator's MR; an inline op it serves
- *     at once in the receive handler (CQ work, srd_msg_mutex held, no
- *     work item: srd_serve_inline()) with the CPU (kmap_local_page(),
- *     page by page): a write's data from the request into the window
- *     pages, a read's from the window pages into its RMA_DONE, none of it
- *     sleeping but the allocations; the window lookup takes only the
- *     endpoint's win_lock, never held around a transport call, so it
- *     nests inside srd_msg_mutex (the order below).  An inline op is not
- *     counted in the SCIF_RDMA_RMA_REQS in service (it is done before the
- *     next frame is taken).  A signal it writes in a work item with one
- *     8-byte store after the checks of a local fence signal
- *     (scif_remote_signal(): ENXIO, EACCES).  Every
+ *     in the work item with the CPU (kmap_local_page(), page by page):
+ *     a write's data from the request into the window pages, a read's
+ *     from the window pages into its RMA_DONE; a signal it
+ *     writes with one 8-byte store after the checks of a local fence
+ *     signal (scif_remote_signal(): ENXIO, EACCES).  Every
  *     RMA_REQ is answered by one RMA_DONE, also when refused at once,
  *     and only after the data moved (RDMA completed, or copied): so a
  *     fence signal or the last request of an SCIF_RMA_ORDERED call, sent
@@ -214,9 +207,7 @@
  * the peer's mutex, its request table under the table's xa_lock (taken
  * inside the peer's mutex by the RMA_DONE handler); RMA waiters sleep on
  * ka->rma_wq with no lock held.
- * Order: srd_cfg_mutex, srd_msg_mutex, a peer's mutex, xa_lock; an
- * endpoint's win_lock (an inline request's window lookup, step 20) also
- * nests inside srd_msg_mutex, and nothing of ours nests inside it.
+ * Order: srd_cfg_mutex, srd_msg_mutex, a peer's mutex, xa_lock.
  */
 
 #ifndef SCIF_RDMA_H

@@ -77,6 +77,7 @@ struct srd_job {
 	u32 rkey, len;
 	struct scif_endpt *ep;		/* our endpoint, counted, or NULL */
 	int status;			/* positive errno, decided at receive */
+	u8 data[];			/* SRD_RMA_IWRITE: the len bytes */
 };
 
 /* Copy @len bytes of @buf to @pages from byte @off of pages[0]. */
@@ -319,18 +320,40 @@ static void srd_rma_answer(struct srd_peer *peer, u64 gen, u32 rid, u32 lid,
 	srd_xmit(peer, gen, tx);
 }
 
+/*
+ * Serve inline request @j with the window's @pages (the range from byte
+ * @off of pages[0]): a write's data into them, or a read's into a new
+ * RMA_DONE in *@tx.  0 or -ENOMEM.
+ */
+static int srd_job_inline(struct srd_job *j, struct page **pages,
+			  unsigned int off, struct srd_tx **tx)
+{
+	if (j->op == SRD_RMA_IWRITE) {
+		srd_to_pages(pages, off, j->data, j->len);
+		return 0;
+	}
+	*tx = srd_tx_alloc(SRD_F_RMA_DONE, j->rid, j->lid, j->len);
+	if (!*tx)
+		return -ENOMEM;
+	srd_from_pages((*tx)->buf + sizeof(struct srd_hdr), pages, off,
+		       j->len);
+	return 0;
+}
+
 static void srd_job_fn(struct work_struct *work)
 {
 	struct srd_job *j = container_of(work, struct srd_job, work);
 	struct srd_ka *ka = j->ka;
 	struct srd_rwr r = { .ka = ka };
 	struct srd_map m = {};
+	struct srd_tx *tx = NULL;
 	struct scif_remote_rma *h;
 	struct page **pages;
 	unsigned int off;
 	struct ib_sge sge;
 	struct ib_rdma_wr wr = {};
-	bool rd = j->op == SCIF_XPRT_RMA_READ;
+	bool inl = j->op == SRD_RMA_IREAD || j->op == SRD_RMA_IWRITE;
+	bool rd = j->op == SCIF_XPRT_RMA_READ || j->op == SRD_RMA_IREAD;
 	int ret;
 
 	if (j->op == SCIF_XPRT_RMA_SIGNAL) {
@@ -341,6 +364,14 @@ static void srd_job_fn(struct work_struct *work)
 	h = scif_remote_rma_get(j->ep, j->roff, j->len, !rd, &pages, &off);
 	if (IS_ERR(h)) {
 		ret = PTR_ERR(h);
+		goto answer;
+	}
+	if (inl) {
+		/* copied before the RMA_DONE goes: no fence sees it earlier */
+		ret = srd_job_inline(j, pages, off, &tx);
+		scif_remote_rma_put(h);
+		if (!ret)
+			atomic_inc(&srd_rma_inline_served);
 		goto answer;
 	}
 	/* initiator reads: we RDMA WRITE from our pages; writes: RDMA READ */
@@ -368,68 +399,18 @@ answer:
 	if (ret != -ENXIO && ret != -EACCES && ret != -ENOMEM)
 		ret = ret ? -ECONNRESET : 0;
 	atomic_dec(&ka->rma_jobs);
-	srd_rma_answer(j->peer, j->gen, j->rid, j->lid, j->id, -ret, NULL);
+	srd_rma_answer(j->peer, j->gen, j->rid, j->lid, j->id, -ret, tx);
 	scif_ep_put(j->ep);
 	srd_rma_unuse(ka);
 	kfree(j);
 }
 
 /*
- * Serve inline request @id (@op SRD_RMA_IREAD/IWRITE, @len bytes at
- * @roff, checked; a write's data at @data) of connection @c (live) at
- * once, in the receive path, and answer it: the window lookup takes only
- * the endpoint's win_lock (never held around a transport call) and the
- * copy of at most SCIF_RDMA_RMA_INLINE bytes does not sleep, so the
- * request costs the target no work item and no context switch (step 20).
- * srd_msg_mutex held (CQ work), @ka an rma_users reference.
- */
-static void srd_serve_inline(struct srd_peer *peer, u64 gen,
-			     struct srd_conn *c, u32 rid, u32 id, u32 op,
-			     u64 roff, u32 len, const u8 *data)
-{
-	struct scif_remote_rma *h;
-	struct srd_tx *tx = NULL;
-	struct scif_endpt *ep;
-	struct page **pages;
-	unsigned int off;
-	int ret;
-
-	ep = srd_proxy_peer(c->proxy);
-	h = ep ? scif_remote_rma_get(ep, roff, len, op == SRD_RMA_IWRITE,
-				     &pages, &off) :
-		 ERR_PTR(-ECONNRESET);	/* closing */
-	if (IS_ERR(h)) {
-		ret = PTR_ERR(h);
-	} else {
-		ret = 0;
-		if (op == SRD_RMA_IWRITE) {
-			srd_to_pages(pages, off, data, len);
-		} else {
-			tx = srd_tx_alloc(SRD_F_RMA_DONE, rid, c->lid, len);
-			if (tx)
-				srd_from_pages(tx->buf + sizeof(struct srd_hdr),
-					       pages, off, len);
-			else
-				ret = -ENOMEM;
-		}
-		/* copied before the RMA_DONE goes: no fence sees it earlier */
-		scif_remote_rma_put(h);
-		if (!ret)
-			atomic_inc(&srd_rma_inline_served);
-	}
-	if (ep)
-		scif_ep_put(ep);
-	if (ret != -ENXIO && ret != -EACCES && ret != -ENOMEM)
-		ret = ret ? -ECONNRESET : 0;
-	srd_rma_answer(peer, gen, rid, c->lid, id, -ret, tx);
-}
-
-/*
  * RMA_REQ from the peer on connection @c (NULL if it is not live): check
- * every field, then serve it: an inline one at once (srd_serve_inline()),
- * the others in a work item; anything else is answered at once.  The
- * frame's payload (h->len bytes, step 10: at least a srd_rma_wire) must
- * be exactly what the op carries.  srd_msg_mutex held (CQ work).
+ * every field, then serve it in a work item; anything else is answered
+ * at once.  The frame's payload (h->len bytes, step 10: at least a
+ * srd_rma_wire) must be exactly what the op carries.  srd_msg_mutex held
+ * (CQ work).
  */
 void srd_rma_rx_req(struct srd_peer *peer, u64 gen, struct srd_conn *c,
 		    const struct srd_hdr *h, const u8 *payload)
@@ -463,22 +444,18 @@ void srd_rma_rx_req(struct srd_peer *peer, u64 gen, struct srd_conn *c,
 	ka = srd_rma_use(peer, gen);
 	if (!ka)
 		return;	/* the link ended: so does the request */
-	if (inl) {
-		srd_serve_inline(peer, gen, c, rid, id, op, roff, len,
-				 (const u8 *)(w + 1));
-		srd_rma_unuse(ka);
-		return;
-	}
 	/* an honest peer has at most SCIF_RDMA_RMA_REQS outstanding */
 	if (atomic_inc_return(&ka->rma_jobs) > SCIF_RDMA_RMA_REQS) {
 		status = EBUSY;
 		goto drop;
 	}
-	j = kzalloc(sizeof(*j), GFP_KERNEL_ACCOUNT);
+	/* data: at most SCIF_RDMA_RMA_INLINE, for one of RMA_REQS jobs */
+	j = kzalloc(struct_size(j, data, data), GFP_KERNEL_ACCOUNT);
 	if (!j) {
 		status = ENOMEM;
 		goto drop;
 	}
+	memcpy(j->data, w + 1, data);
 	j->ep = srd_proxy_peer(c->proxy);
 	if (!j->ep) {
 		kfree(j);
