@@ -180,7 +180,10 @@
  *     fails that RDMA with a remote access error, which resets the link
  *     and every connection over it; the call returns EINTR.  Only a
  *     target that does not answer within the bound can still cause that
- *     reset.
+ *     reset.  The same bound holds for a killed caller whose own work
+ *     request (IB_WR_REG_MR) has not completed: a peer can stall our send
+ *     queue (completions come in order, after its acknowledgements), so
+ *     after SRD_RMA_KILL_WAIT the caller ends the link, which flushes it.
  *
  * Locking: srd_cfg_mutex protects srd_self and srd_peers (the list and
  * each peer's id/address/port); it is never held while destroying a

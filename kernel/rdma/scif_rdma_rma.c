@@ -204,9 +204,11 @@ static int srd_rwr_post(struct srd_rwr *r, struct ib_send_wr *wr)
 		if (ka->rma_busy < SCIF_RDMA_RMA_SQ)
 			break;
 		mutex_unlock(&peer->lock);
-		wait_event(ka->rma_wq, READ_ONCE(ka->rma_busy) <
-					       SCIF_RDMA_RMA_SQ ||
-				       READ_ONCE(ka->dead));
+		/* nothing posted yet: a killed caller just goes */
+		if (wait_event_killable(ka->rma_wq, READ_ONCE(ka->rma_busy) <
+							    SCIF_RDMA_RMA_SQ ||
+					    READ_ONCE(ka->dead)))
+			return -EINTR;
 	}
 	r->cqe.done = srd_rwr_done;
 	wr->wr_cqe = &r->cqe;
@@ -223,10 +225,29 @@ static int srd_rwr_post(struct srd_rwr *r, struct ib_send_wr *wr)
 	return ret ? -ECONNRESET : 0;
 }
 
-/* Wait until every WR of @r completed or the link is dead. */
+/*
+ * Wait until every WR of @r completed or the link is dead.  The WRs use
+ * our MR and pages until they complete, so a killed caller keeps waiting,
+ * but only for SRD_RMA_KILL_WAIT: a peer can stall our send queue (its
+ * RC acknowledgements, hence our completions, come in order), and then
+ * ending the link is what flushes the WRs (step 22).
+ */
 static void srd_rwr_wait(struct srd_rwr *r)
 {
-	wait_event(r->ka->rma_wq, srd_rwr_idle(r));
+	struct srd_ka *ka = r->ka;
+	struct srd_peer *peer = ka->peer;
+
+	if (!wait_event_killable(ka->rma_wq, srd_rwr_idle(r)))
+		return;
+	if (!wait_event_timeout(ka->rma_wq, srd_rwr_idle(r),
+				SRD_RMA_KILL_WAIT)) {
+		mutex_lock(&peer->lock);
+		if (peer->res.ka == ka && peer->state != SRD_DOWN)
+			srd_link_fail(peer, "RMA work request stalled",
+				      -ETIMEDOUT);
+		mutex_unlock(&peer->lock);
+	}
+	wait_event(ka->rma_wq, srd_rwr_idle(r));
 }
 
 static void srd_unmap(struct srd_ka *ka, struct srd_map *m)
