@@ -110,8 +110,8 @@ enum {
 #define RMA_FLOOD (3 * RMA_REQS)
 #define BADKEY_ROFF 0x100000 /* rdma-hostile.test's scif_nodes window */
 #define FRAME_COUNT 10
-#define BADKEY_HOLD 30  /* s -K keeps the link after its QP failed, most */
-#define HUNG_HOLD 240   /* s -H stays a hung target, most */
+#define BADKEY_HOLD 30 /* s -K keeps the link after its QP failed, most */
+#define HUNG_HOLD 240  /* s -H stays a hung target, most */
 
 static void put16(uint8_t *p, unsigned int v) {
     p[0] = (uint8_t)(v >> 8);
