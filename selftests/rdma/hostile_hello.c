@@ -612,6 +612,38 @@ out:
 }
 
 /*
+ * -I, -H: register the receive and PING buffers, open connection @src
+ * from port @from to @port on the listener's host (the CONN_REQ built in
+ * @buf, of @mr), print whether it is live and post the receives.  0 with
+ * the peer's connection id in *@conn (0 if refused), or -1 if a buffer
+ * could not be registered ("rma setup failed").
+ */
+static int rma_conn_open(struct rdma_cm_id *id, uint32_t src, unsigned int from, unsigned int port,
+                         struct ibv_mr *mr, uint8_t *buf, uint32_t *conn) {
+    int i;
+
+    frame_src = src;
+    *conn = 0;
+    rma_rmr = ibv_reg_mr(id->pd, rma_rbuf, sizeof(rma_rbuf), IBV_ACCESS_LOCAL_WRITE);
+    rma_pmr = ibv_reg_mr(id->pd, rma_ping, sizeof(rma_ping), 0);
+    if (!mr || !rma_rmr || !rma_pmr) {
+        printf("rma setup failed\n");
+        return -1;
+    }
+    frame_hdr(buf, F_CONN_REQ, 0, 0, 0);
+    put32(buf + 20, from << 16 | port);
+    put32(buf + 24, 4096);
+    if (!send_frame(id, mr, buf, FRAME_HDR))
+        *conn = wait_conn_acc(id);
+    printf("rma connection %s\n", *conn ? "live" : "refused");
+    for (i = 0; i < RMA_RECV; i++)
+        if (rma_post_recv(id, i))
+            break;
+    rma_unreported = 0;
+    return 0;
+}
+
+/*
  * -I PORT: connect to PORT on the listener's host as connection 5 (from
  * port 9), then answer the first two RMA_REQs it sends us with an
  * RMA_DONE of status 0 whose payload the request does not allow: an
@@ -625,23 +657,8 @@ static void inline_answers(struct rdma_cm_id *id, unsigned int port) {
     uint32_t conn = 0, rid, op, plen;
     int i, sent = 0;
 
-    frame_src = 5;
-    rma_rmr = ibv_reg_mr(id->pd, rma_rbuf, sizeof(rma_rbuf), IBV_ACCESS_LOCAL_WRITE);
-    rma_pmr = ibv_reg_mr(id->pd, rma_ping, sizeof(rma_ping), 0);
-    if (!mr || !rma_rmr || !rma_pmr) {
-        printf("rma setup failed\n");
+    if (rma_conn_open(id, 5, 9, port, mr, buf, &conn))
         return;
-    }
-    frame_hdr(buf, F_CONN_REQ, 0, 0, 0);
-    put32(buf + 20, 9U << 16 | port);
-    put32(buf + 24, 4096);
-    if (!send_frame(id, mr, buf, FRAME_HDR))
-        conn = wait_conn_acc(id);
-    printf("rma connection %s\n", conn ? "live" : "refused");
-    for (i = 0; i < RMA_RECV; i++)
-        if (rma_post_recv(id, i))
-            break;
-    rma_unreported = 0;
     for (i = 0; conn && i < 2; i++) {
         if (wait_frame(id, F_RMA_REQ, &rid, &op))
             break;
@@ -678,23 +695,8 @@ static void hung_target(struct rdma_cm_id *id, unsigned int port) {
     struct ibv_wc wc;
     uint8_t *f;
 
-    frame_src = 6;
-    rma_rmr = ibv_reg_mr(id->pd, rma_rbuf, sizeof(rma_rbuf), IBV_ACCESS_LOCAL_WRITE);
-    rma_pmr = ibv_reg_mr(id->pd, rma_ping, sizeof(rma_ping), 0);
-    if (!mr || !rma_rmr || !rma_pmr) {
-        printf("rma setup failed\n");
+    if (rma_conn_open(id, 6, 10, port, mr, buf, &conn))
         return;
-    }
-    frame_hdr(buf, F_CONN_REQ, 0, 0, 0);
-    put32(buf + 20, 10U << 16 | port);
-    put32(buf + 24, 4096);
-    if (!send_frame(id, mr, buf, FRAME_HDR))
-        conn = wait_conn_acc(id);
-    printf("rma connection %s\n", conn ? "live" : "refused");
-    for (i = 0; i < RMA_RECV; i++)
-        if (rma_post_recv(id, i))
-            break;
-    rma_unreported = 0;
     for (i = 0; conn && !closed && i < HUNG_HOLD * 1000;) {
         n = ibv_poll_cq(id->recv_cq, 1, &wc);
         if (n < 0 || (n && wc.status != IBV_WC_SUCCESS)) {

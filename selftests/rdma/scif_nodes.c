@@ -55,24 +55,39 @@ static const char *errname(int e) {
     }
 }
 
+/*
+ * Listen on @port and accept one connection within @seconds: 0 with the
+ * listener in *@lst, the endpoint in *@ep and the peer in *@peer, or 1
+ * (said on stderr or stdout, as "CMD PORT: no connection within N s").
+ */
+static int accept_one(const char *cmd, uint16_t port, int seconds, scif_epd_t *lst, scif_epd_t *ep,
+                      struct scif_portID *peer) {
+    struct pollfd p;
+
+    *lst = scif_open();
+    if (*lst == SCIF_OPEN_FAILED || scif_bind(*lst, port) < 0 || scif_listen(*lst, 1) < 0) {
+        fprintf(stderr, "%s: listen: %s\n", cmd, strerror(errno));
+        return 1;
+    }
+    p = (struct pollfd){.fd = scif_get_fd(*lst), .events = POLLIN};
+    if (poll(&p, 1, seconds * 1000) != 1 || scif_accept(*lst, peer, ep, SCIF_ACCEPT_SYNC) < 0) {
+        printf("%s %u: no connection within %d s\n", cmd, port, seconds);
+        return 1;
+    }
+    return 0;
+}
+
 /* The "window" command: one registered window for a hostile peer to hit. */
 static int window(uint16_t port, off_t roff, size_t len, int seconds) {
-    scif_epd_t lst = scif_open(), ep;
+    scif_epd_t lst, ep;
     struct scif_portID peer;
     struct pollfd p;
     void *buf = NULL;
     char c;
     int ret;
 
-    if (lst == SCIF_OPEN_FAILED || scif_bind(lst, port) < 0 || scif_listen(lst, 1) < 0) {
-        perror("window: listen");
+    if (accept_one("window", port, seconds, &lst, &ep, &peer))
         return 1;
-    }
-    p = (struct pollfd){.fd = scif_get_fd(lst), .events = POLLIN};
-    if (poll(&p, 1, seconds * 1000) != 1 || scif_accept(lst, &peer, &ep, SCIF_ACCEPT_SYNC) < 0) {
-        printf("window %u: no connection within %d s\n", port, seconds);
-        return 1;
-    }
     if (posix_memalign(&buf, 4096, len)) {
         perror("window: posix_memalign");
         return 1;
@@ -108,22 +123,18 @@ static int window(uint16_t port, off_t roff, size_t len, int seconds) {
 /* The "reads" command: our RMA for a hostile peer to answer. */
 static int reads(uint16_t port, int seconds) {
     static const size_t lens[] = {8, 65536};
-    scif_epd_t lst = scif_open(), ep;
+    scif_epd_t lst, ep;
     struct scif_portID peer;
-    struct pollfd p;
     uint8_t *buf = malloc(65536);
     size_t i, j;
     int ret;
 
-    if (!buf || lst == SCIF_OPEN_FAILED || scif_bind(lst, port) < 0 || scif_listen(lst, 1) < 0) {
-        perror("reads: listen");
+    if (!buf) {
+        perror("reads: malloc");
         return 1;
     }
-    p = (struct pollfd){.fd = scif_get_fd(lst), .events = POLLIN};
-    if (poll(&p, 1, seconds * 1000) != 1 || scif_accept(lst, &peer, &ep, SCIF_ACCEPT_SYNC) < 0) {
-        printf("reads %u: no connection within %d s\n", port, seconds);
+    if (accept_one("reads", port, seconds, &lst, &ep, &peer))
         return 1;
-    }
     for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
         memset(buf, 0x77, 65536);
         ret = scif_vreadfrom(ep, buf, lens[i], 1 << 20, SCIF_RMA_SYNC);
@@ -160,26 +171,18 @@ static int hung_call(scif_epd_t ep) {
 
 /* The "hung" command: callers blocked by a peer that never answers. */
 static int hung(uint16_t port, int ncalls, int seconds) {
-    scif_epd_t lst = scif_open(), ep;
+    scif_epd_t lst, ep;
     struct sigaction sa = {.sa_handler = on_usr1};
     pid_t pids[65], pid;
     struct scif_portID peer;
     int i, st, calls = 0, left = 0, ticks = 0;
-    struct pollfd p;
 
     if (ncalls < 1 || ncalls > 64 || sigaction(SIGUSR1, &sa, NULL)) {
         fprintf(stderr, "hung: 1..64 calls\n");
         return 1;
     }
-    if (lst == SCIF_OPEN_FAILED || scif_bind(lst, port) < 0 || scif_listen(lst, 1) < 0) {
-        perror("hung: listen");
+    if (accept_one("hung", port, seconds, &lst, &ep, &peer))
         return 1;
-    }
-    p = (struct pollfd){.fd = scif_get_fd(lst), .events = POLLIN};
-    if (poll(&p, 1, seconds * 1000) != 1 || scif_accept(lst, &peer, &ep, SCIF_ACCEPT_SYNC) < 0) {
-        printf("hung %u: no connection within %d s\n", port, seconds);
-        return 1;
-    }
     printf("hung %u: node %u\n", port, peer.node);
     fflush(stdout);
     while (calls <= ncalls && ticks < seconds * 10) {
