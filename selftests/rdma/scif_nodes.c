@@ -18,11 +18,13 @@
  * reads 8 bytes (inline across hosts), then 64 KiB (by RDMA) at offset
  * 1 MiB of the peer with scif_vreadfrom into a buffer of 0x77, and prints
  * "reads PORT LEN: ok|ERRNONAME untouched|written" for each.
- * With "hung PORT N SECONDS" (rdma-hostile.test, a hung target: a peer
- * that takes our requests and never answers) it listens on PORT, accepts
- * one connection within SECONDS, prints "hung PORT: node N" and forks N
- * callers that each scif_vreadfrom 64 KiB (one request by RDMA) at offset
- * 1 MiB of the peer, printing "hung PORT call I: pid P" for each; on
+ * With "hung PORT N LEN SECONDS" (rdma-hostile.test, a hung target: a
+ * peer that takes our requests and never answers) it listens on PORT,
+ * accepts one connection within SECONDS, prints "hung PORT: node N pid P"
+ * (its own pid, for the SIGUSR1s below) and
+ * forks N callers that each scif_vreadfrom LEN bytes (at most 1 MiB: one
+ * request, inline up to 8000 bytes) at offset 1 MiB of the peer, printing
+ * "hung PORT call I: pid P" for each; on
  * SIGUSR1 it forks one caller more (call N+1).  It reaps them, printing
  * "hung PORT call I: killed SIG" or "hung PORT call I: returned
  * ok|ERRNONAME" (a caller prints nothing itself), and once every caller
@@ -158,32 +160,32 @@ static void on_usr1(int sig) {
 }
 
 /* A caller of the "hung" command: its exit status is its errno, 0 if ok. */
-static int hung_call(scif_epd_t ep) {
+static int hung_call(scif_epd_t ep, size_t len) {
     void *buf;
 
-    if (posix_memalign(&buf, 4096, 65536))
+    if (posix_memalign(&buf, 4096, len))
         return ENOMEM;
-    memset(buf, 0x77, 65536);
-    if (scif_vreadfrom(ep, buf, 65536, 1 << 20, SCIF_RMA_SYNC) < 0)
+    memset(buf, 0x77, len);
+    if (scif_vreadfrom(ep, buf, len, 1 << 20, SCIF_RMA_SYNC) < 0)
         return errno;
     return 0;
 }
 
 /* The "hung" command: callers blocked by a peer that never answers. */
-static int hung(uint16_t port, int ncalls, int seconds) {
+static int hung(uint16_t port, int ncalls, size_t len, int seconds) {
     scif_epd_t lst, ep;
     struct sigaction sa = {.sa_handler = on_usr1};
     pid_t pids[65], pid;
     struct scif_portID peer;
     int i, st, calls = 0, left = 0, ticks = 0;
 
-    if (ncalls < 1 || ncalls > 64 || sigaction(SIGUSR1, &sa, NULL)) {
-        fprintf(stderr, "hung: 1..64 calls\n");
+    if (ncalls < 1 || ncalls > 64 || !len || len > 1 << 20 || sigaction(SIGUSR1, &sa, NULL)) {
+        fprintf(stderr, "hung: 1..64 calls of 1 byte..1 MiB\n");
         return 1;
     }
     if (accept_one("hung", port, seconds, &lst, &ep, &peer))
         return 1;
-    printf("hung %u: node %u\n", port, peer.node);
+    printf("hung %u: node %u pid %d\n", port, peer.node, (int)getpid());
     fflush(stdout);
     while (calls <= ncalls && ticks < seconds * 10) {
         if (calls < ncalls || (usr1 && calls == ncalls)) {
@@ -194,7 +196,7 @@ static int hung(uint16_t port, int ncalls, int seconds) {
                 return 1;
             }
             if (!pid)
-                _exit(hung_call(ep));
+                _exit(hung_call(ep, len));
             pids[calls++] = pid;
             left++;
             printf("hung %u call %d: pid %d\n", port, calls, (int)pid);
@@ -268,12 +270,13 @@ int main(int argc, char **argv) {
                       strtoull(argv[4], NULL, 0), atoi(argv[5]));
     } else if (argc == 4 && !strcmp(argv[1], "reads")) {
         return reads((uint16_t)strtoul(argv[2], NULL, 0), atoi(argv[3]));
-    } else if (argc == 5 && !strcmp(argv[1], "hung")) {
-        return hung((uint16_t)strtoul(argv[2], NULL, 0), atoi(argv[3]), atoi(argv[4]));
+    } else if (argc == 6 && !strcmp(argv[1], "hung")) {
+        return hung((uint16_t)strtoul(argv[2], NULL, 0), atoi(argv[3]), strtoul(argv[4], NULL, 0),
+                    atoi(argv[5]));
     } else if (argc != 1) {
         fprintf(stderr,
                 "usage: %s [connect NODE PORT | window PORT ROFF LEN SECONDS | reads PORT "
-                "SECONDS | hung PORT N SECONDS]\n",
+                "SECONDS | hung PORT N LEN SECONDS]\n",
                 argv[0]);
         return 2;
     }
