@@ -187,9 +187,11 @@ static int hung(uint16_t port, int ncalls, size_t len, int seconds) {
         return 1;
     printf("hung %u: node %u pid %d\n", port, peer.node, (int)getpid());
     fflush(stdout);
-    while (calls <= ncalls && ticks < seconds * 10) {
+    /* until the N+1 callers ended, or SECONDS of waiting in all */
+    while (ticks < seconds * 10) {
         if (calls < ncalls || (usr1 && calls == ncalls)) {
-            usr1 = 0;
+            if (calls == ncalls)
+                usr1 = 0; /* the next one closes */
             pid = fork();
             if (pid < 0) {
                 perror("hung: fork");
