@@ -5,7 +5,7 @@
  * what the listener did (tools/vm/rdma-hostile.test).
  *
  *   hostile_hello [-t SECONDS] [-f] [-c PORT] [-C PORT] [-R PORT] [-K PORT]
- *                 [-I PORT] ADDR PORT VARIANT SRC DST
+ *                 [-I PORT] [-H PORT] ADDR PORT VARIANT SRC DST
  *
  * VARIANT is one of
  *   none        no private data
@@ -44,7 +44,18 @@
  * opens connection 4 to PORT (a window at BADKEY_ROFF: "selftests/rdma/
  * scif_nodes window") and asks to read it into an MR it never
  * registered: the listener's RDMA fails, and prints "rma badkey status
- * N" (-1: no answer, the link ended first).
+ * N" (-1: no answer, the link ended first).  It then keeps its side of
+ * the link (no disconnect, though its own QP failed too) until the
+ * listener ends the link, at most BADKEY_HOLD seconds, and prints "rma
+ * badkey peer disconnected" or "rma badkey held N s": so only the
+ * listener's own failed completion can end the link.
+ * With -H PORT it opens connection 6 to PORT ("selftests/rdma/scif_nodes
+ * hung") and is a hung target: it takes the RMA_REQs sent to it and
+ * never answers them, printing "rma hung request N op O len L" for each
+ * (line-buffered, so a script can follow it), while keeping the link
+ * alive (PINGs with the credits of the receives it reposted); it stops
+ * when the connection is closed (a CLOSE frame) or after HUNG_HOLD
+ * seconds, and prints "rma hung requests N closed|held".
  *
  * Prints one line "hostile_hello VARIANT SRC DST: RESULT" and exits with
  *   0  REJECTED (the line says the reject status)
@@ -99,6 +110,8 @@ enum {
 #define RMA_FLOOD (3 * RMA_REQS)
 #define BADKEY_ROFF 0x100000 /* rdma-hostile.test's scif_nodes window */
 #define FRAME_COUNT 10
+#define BADKEY_HOLD 30 /* s -K keeps the link after its QP failed, most */
+#define HUNG_HOLD 240  /* s -H stays a hung target, most */
 
 static void put16(uint8_t *p, unsigned int v) {
     p[0] = (uint8_t)(v >> 8);
@@ -193,7 +206,7 @@ static int next_event(struct rdma_event_channel *ch, enum rdma_cm_event_type *ty
 
 static int usage(void) {
     fprintf(stderr, "usage: hostile_hello [-t SECONDS] [-f] [-c PORT] [-C PORT] [-R PORT] "
-                    "[-K PORT] [-I PORT] ADDR PORT VARIANT SRC DST\n");
+                    "[-K PORT] [-I PORT] [-H PORT] ADDR PORT VARIANT SRC DST\n");
     return 2;
 }
 
@@ -599,6 +612,38 @@ out:
 }
 
 /*
+ * -I, -H: register the receive and PING buffers, open connection @src
+ * from port @from to @port on the listener's host (the CONN_REQ built in
+ * @buf, of @mr), print whether it is live and post the receives.  0 with
+ * the peer's connection id in *@conn (0 if refused), or -1 if a buffer
+ * could not be registered ("rma setup failed").
+ */
+static int rma_conn_open(struct rdma_cm_id *id, uint32_t src, unsigned int from, unsigned int port,
+                         struct ibv_mr *mr, uint8_t *buf, uint32_t *conn) {
+    int i;
+
+    frame_src = src;
+    *conn = 0;
+    rma_rmr = ibv_reg_mr(id->pd, rma_rbuf, sizeof(rma_rbuf), IBV_ACCESS_LOCAL_WRITE);
+    rma_pmr = ibv_reg_mr(id->pd, rma_ping, sizeof(rma_ping), 0);
+    if (!mr || !rma_rmr || !rma_pmr) {
+        printf("rma setup failed\n");
+        return -1;
+    }
+    frame_hdr(buf, F_CONN_REQ, 0, 0, 0);
+    put32(buf + 20, from << 16 | port);
+    put32(buf + 24, 4096);
+    if (!send_frame(id, mr, buf, FRAME_HDR))
+        *conn = wait_conn_acc(id);
+    printf("rma connection %s\n", *conn ? "live" : "refused");
+    for (i = 0; i < RMA_RECV; i++)
+        if (rma_post_recv(id, i))
+            break;
+    rma_unreported = 0;
+    return 0;
+}
+
+/*
  * -I PORT: connect to PORT on the listener's host as connection 5 (from
  * port 9), then answer the first two RMA_REQs it sends us with an
  * RMA_DONE of status 0 whose payload the request does not allow: an
@@ -612,23 +657,8 @@ static void inline_answers(struct rdma_cm_id *id, unsigned int port) {
     uint32_t conn = 0, rid, op, plen;
     int i, sent = 0;
 
-    frame_src = 5;
-    rma_rmr = ibv_reg_mr(id->pd, rma_rbuf, sizeof(rma_rbuf), IBV_ACCESS_LOCAL_WRITE);
-    rma_pmr = ibv_reg_mr(id->pd, rma_ping, sizeof(rma_ping), 0);
-    if (!mr || !rma_rmr || !rma_pmr) {
-        printf("rma setup failed\n");
+    if (rma_conn_open(id, 5, 9, port, mr, buf, &conn))
         return;
-    }
-    frame_hdr(buf, F_CONN_REQ, 0, 0, 0);
-    put32(buf + 20, 9U << 16 | port);
-    put32(buf + 24, 4096);
-    if (!send_frame(id, mr, buf, FRAME_HDR))
-        conn = wait_conn_acc(id);
-    printf("rma connection %s\n", conn ? "live" : "refused");
-    for (i = 0; i < RMA_RECV; i++)
-        if (rma_post_recv(id, i))
-            break;
-    rma_unreported = 0;
     for (i = 0; conn && i < 2; i++) {
         if (wait_frame(id, F_RMA_REQ, &rid, &op))
             break;
@@ -646,6 +676,57 @@ static void inline_answers(struct rdma_cm_id *id, unsigned int port) {
         sent++;
     }
     printf("rma inline answers sent %d\n", sent);
+    ibv_dereg_mr(rma_pmr);
+    ibv_dereg_mr(rma_rmr);
+    ibv_dereg_mr(mr);
+}
+
+/*
+ * -H PORT: connect to PORT on the listener's host as connection 6 (from
+ * port 10) and never answer the RMA_REQs sent to it (a hung target),
+ * keeping the link alive with a PING every second; until a CLOSE for the
+ * connection or HUNG_HOLD seconds.  Prints each request and the count.
+ */
+static void hung_target(struct rdma_cm_id *id, unsigned int port) {
+    static uint8_t buf[FRAME_HDR];
+    struct ibv_mr *mr = ibv_reg_mr(id->pd, buf, sizeof(buf), 0);
+    uint32_t conn = 0;
+    int i, n, reqs = 0, closed = 0;
+    struct ibv_wc wc;
+    uint8_t *f;
+
+    if (rma_conn_open(id, 6, 10, port, mr, buf, &conn))
+        return;
+    for (i = 0; conn && !closed && i < HUNG_HOLD * 1000;) {
+        n = ibv_poll_cq(id->recv_cq, 1, &wc);
+        if (n < 0 || (n && wc.status != IBV_WC_SUCCESS)) {
+            printf("rma hung link failed\n");
+            break;
+        }
+        if (!n) {
+            if (i % 1000 == 999) {
+                frame_hdr(rma_ping, F_PING, rma_unreported, 0, 0);
+                rma_unreported = 0;
+                if (send_frame(id, rma_pmr, rma_ping, FRAME_HDR)) {
+                    printf("rma hung link failed\n");
+                    break;
+                }
+            }
+            usleep(1000);
+            i++;
+            continue;
+        }
+        f = rma_rbuf[wc.wr_id];
+        if (wc.byte_len >= FRAME_HDR && get32(f + 8) == frame_src) {
+            if (f[4] == F_RMA_REQ)
+                printf("rma hung request %d op %u len %u\n", ++reqs, get32(f + 24),
+                       wc.byte_len >= FRAME_HDR + RMA_WIRE ? get32(f + FRAME_HDR + 20) : 0);
+            closed = f[4] == F_CLOSE;
+        }
+        if (rma_post_recv(id, (int)wc.wr_id))
+            break;
+    }
+    printf("rma hung requests %d %s\n", reqs, closed ? "closed" : "held");
     ibv_dereg_mr(rma_pmr);
     ibv_dereg_mr(rma_rmr);
     ibv_dereg_mr(mr);
@@ -684,8 +765,9 @@ int main(int argc, char **argv) {
     unsigned long src, dst;
     char *end;
     int opt, len, status, ret, frames = 0, cport = 0, crport = 0, rport = 0, kport = 0, iport = 0;
+    int hport = 0;
 
-    while ((opt = getopt(argc, argv, "fc:C:R:K:I:t:")) != -1) {
+    while ((opt = getopt(argc, argv, "fc:C:R:K:I:H:t:")) != -1) {
         if (opt == 'f') {
             frames = 1;
             continue;
@@ -700,6 +782,13 @@ int main(int argc, char **argv) {
             kport = atoi(optarg);
             if (kport < 1 || kport > 65535)
                 return usage();
+            continue;
+        }
+        if (opt == 'H') {
+            hport = atoi(optarg);
+            if (hport < 1 || hport > 65535)
+                return usage();
+            setvbuf(stdout, NULL, _IOLBF, 0);
             continue;
         }
         if (opt == 'I') {
@@ -809,10 +898,30 @@ int main(int argc, char **argv) {
             rma_frames(id, (unsigned int)kport, 1);
         if (iport)
             inline_answers(id, (unsigned int)iport);
+        if (hport)
+            hung_target(id, (unsigned int)hport);
         printf("hostile_hello %s: ESTABLISHED\n", tag);
-        rdma_disconnect(id);
-        /* DISCONNECTED, or nothing within the timeout */
-        next_event(ch, &type, &status);
+        if (kport) {
+            /*
+             * Our QP failed too (the RDMA's error ends both ends of an
+             * RC connection): keep the link until the listener ends it
+             * for its own failed completion, so that our disconnect
+             * cannot be what ended it.
+             */
+            timeout_ms = BADKEY_HOLD * 1000;
+            ret = next_event(ch, &type, &status);
+            if (!ret && type == RDMA_CM_EVENT_DISCONNECTED) {
+                printf("rma badkey peer disconnected\n");
+            } else {
+                printf("rma badkey held %d s\n", BADKEY_HOLD);
+                kport = 0;
+            }
+        }
+        if (!kport) {
+            rdma_disconnect(id);
+            /* DISCONNECTED, or nothing within the timeout */
+            next_event(ch, &type, &status);
+        }
         ret = 1;
     } else {
         printf("hostile_hello %s: %s status %d\n", tag, rdma_event_str(type), status);

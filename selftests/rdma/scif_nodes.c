@@ -18,13 +18,28 @@
  * reads 8 bytes (inline across hosts), then 64 KiB (by RDMA) at offset
  * 1 MiB of the peer with scif_vreadfrom into a buffer of 0x77, and prints
  * "reads PORT LEN: ok|ERRNONAME untouched|written" for each.
+ * With "hung PORT N LEN SECONDS" (rdma-hostile.test, a hung target: a
+ * peer that takes our requests and never answers) it listens on PORT,
+ * accepts one connection within SECONDS, prints "hung PORT: node N pid P"
+ * (its own pid, for the SIGUSR1s below) and
+ * forks N callers that each scif_vreadfrom LEN bytes (at most 1 MiB: one
+ * request, inline up to 8000 bytes) at offset 1 MiB of the peer, printing
+ * "hung PORT call I: pid P" for each; on
+ * SIGUSR1 it forks one caller more (call N+1).  It reaps them, printing
+ * "hung PORT call I: killed SIG" or "hung PORT call I: returned
+ * ok|ERRNONAME" (a caller prints nothing itself), and once every caller
+ * ended "hung PORT: K calls ended"; then, on the next SIGUSR1 (or after
+ * SECONDS), it closes the connection and exits.
  * Exit 0, or 1 when a call fails in a way the test did not ask about.
  */
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
 #include <scif.h>
 
 static const char *errname(int e) {
@@ -42,24 +57,39 @@ static const char *errname(int e) {
     }
 }
 
+/*
+ * Listen on @port and accept one connection within @seconds: 0 with the
+ * listener in *@lst, the endpoint in *@ep and the peer in *@peer, or 1
+ * (said on stderr or stdout, as "CMD PORT: no connection within N s").
+ */
+static int accept_one(const char *cmd, uint16_t port, int seconds, scif_epd_t *lst, scif_epd_t *ep,
+                      struct scif_portID *peer) {
+    struct pollfd p;
+
+    *lst = scif_open();
+    if (*lst == SCIF_OPEN_FAILED || scif_bind(*lst, port) < 0 || scif_listen(*lst, 1) < 0) {
+        fprintf(stderr, "%s: listen: %s\n", cmd, strerror(errno));
+        return 1;
+    }
+    p = (struct pollfd){.fd = scif_get_fd(*lst), .events = POLLIN};
+    if (poll(&p, 1, seconds * 1000) != 1 || scif_accept(*lst, peer, ep, SCIF_ACCEPT_SYNC) < 0) {
+        printf("%s %u: no connection within %d s\n", cmd, port, seconds);
+        return 1;
+    }
+    return 0;
+}
+
 /* The "window" command: one registered window for a hostile peer to hit. */
 static int window(uint16_t port, off_t roff, size_t len, int seconds) {
-    scif_epd_t lst = scif_open(), ep;
+    scif_epd_t lst, ep;
     struct scif_portID peer;
     struct pollfd p;
     void *buf = NULL;
     char c;
     int ret;
 
-    if (lst == SCIF_OPEN_FAILED || scif_bind(lst, port) < 0 || scif_listen(lst, 1) < 0) {
-        perror("window: listen");
+    if (accept_one("window", port, seconds, &lst, &ep, &peer))
         return 1;
-    }
-    p = (struct pollfd){.fd = scif_get_fd(lst), .events = POLLIN};
-    if (poll(&p, 1, seconds * 1000) != 1 || scif_accept(lst, &peer, &ep, SCIF_ACCEPT_SYNC) < 0) {
-        printf("window %u: no connection within %d s\n", port, seconds);
-        return 1;
-    }
     if (posix_memalign(&buf, 4096, len)) {
         perror("window: posix_memalign");
         return 1;
@@ -95,22 +125,18 @@ static int window(uint16_t port, off_t roff, size_t len, int seconds) {
 /* The "reads" command: our RMA for a hostile peer to answer. */
 static int reads(uint16_t port, int seconds) {
     static const size_t lens[] = {8, 65536};
-    scif_epd_t lst = scif_open(), ep;
+    scif_epd_t lst, ep;
     struct scif_portID peer;
-    struct pollfd p;
     uint8_t *buf = malloc(65536);
     size_t i, j;
     int ret;
 
-    if (!buf || lst == SCIF_OPEN_FAILED || scif_bind(lst, port) < 0 || scif_listen(lst, 1) < 0) {
-        perror("reads: listen");
+    if (!buf) {
+        perror("reads: malloc");
         return 1;
     }
-    p = (struct pollfd){.fd = scif_get_fd(lst), .events = POLLIN};
-    if (poll(&p, 1, seconds * 1000) != 1 || scif_accept(lst, &peer, &ep, SCIF_ACCEPT_SYNC) < 0) {
-        printf("reads %u: no connection within %d s\n", port, seconds);
+    if (accept_one("reads", port, seconds, &lst, &ep, &peer))
         return 1;
-    }
     for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
         memset(buf, 0x77, 65536);
         ret = scif_vreadfrom(ep, buf, lens[i], 1 << 20, SCIF_RMA_SYNC);
@@ -123,6 +149,92 @@ static int reads(uint16_t port, int seconds) {
     scif_close(ep);
     scif_close(lst);
     free(buf);
+    return 0;
+}
+
+static volatile sig_atomic_t usr1;
+
+static void on_usr1(int sig) {
+    (void)sig;
+    usr1 = 1;
+}
+
+/* A caller of the "hung" command: its exit status is its errno, 0 if ok. */
+static int hung_call(scif_epd_t ep, size_t len) {
+    void *buf;
+
+    if (posix_memalign(&buf, 4096, len))
+        return ENOMEM;
+    memset(buf, 0x77, len);
+    if (scif_vreadfrom(ep, buf, len, 1 << 20, SCIF_RMA_SYNC) < 0)
+        return errno;
+    return 0;
+}
+
+/* The "hung" command: callers blocked by a peer that never answers. */
+static int hung(uint16_t port, int ncalls, size_t len, int seconds) {
+    scif_epd_t lst, ep;
+    struct sigaction sa = {.sa_handler = on_usr1};
+    pid_t pids[65], pid;
+    struct scif_portID peer;
+    int i, st, calls = 0, left = 0, ticks = 0;
+
+    if (ncalls < 1 || ncalls > 64 || !len || len > 1 << 20 || sigaction(SIGUSR1, &sa, NULL)) {
+        fprintf(stderr, "hung: 1..64 calls of 1 byte..1 MiB\n");
+        return 1;
+    }
+    if (accept_one("hung", port, seconds, &lst, &ep, &peer))
+        return 1;
+    printf("hung %u: node %u pid %d\n", port, peer.node, (int)getpid());
+    fflush(stdout);
+    /* until the N+1 callers ended, or SECONDS of waiting in all */
+    while (ticks < seconds * 10) {
+        if (calls < ncalls || (usr1 && calls == ncalls)) {
+            if (calls == ncalls)
+                usr1 = 0; /* the next one closes */
+            pid = fork();
+            if (pid < 0) {
+                perror("hung: fork");
+                return 1;
+            }
+            if (!pid)
+                _exit(hung_call(ep, len));
+            pids[calls++] = pid;
+            left++;
+            printf("hung %u call %d: pid %d\n", port, calls, (int)pid);
+            fflush(stdout);
+            continue;
+        }
+        pid = waitpid(-1, &st, WNOHANG);
+        if (pid <= 0) {
+            if (!left && calls > ncalls)
+                break;
+            usleep(100000);
+            ticks++;
+            continue;
+        }
+        for (i = 0; i < calls && pids[i] != pid; i++)
+            ;
+        left--;
+        if (WIFSIGNALED(st))
+            printf("hung %u call %d: killed %d\n", port, i + 1, WTERMSIG(st));
+        else
+            printf("hung %u call %d: returned %s\n", port, i + 1,
+                   WEXITSTATUS(st) ? errname(WEXITSTATUS(st)) : "ok");
+        fflush(stdout);
+        if (!left && calls > ncalls)
+            break;
+    }
+    if (left) {
+        printf("hung %u: %d of %d calls still running after %d s\n", port, left, calls, seconds);
+        return 1;
+    }
+    printf("hung %u: %d calls ended\n", port, calls);
+    fflush(stdout);
+    for (ticks = 0; !usr1 && ticks < seconds * 10; ticks++)
+        usleep(100000);
+    scif_close(ep);
+    scif_close(lst);
     return 0;
 }
 
@@ -160,10 +272,13 @@ int main(int argc, char **argv) {
                       strtoull(argv[4], NULL, 0), atoi(argv[5]));
     } else if (argc == 4 && !strcmp(argv[1], "reads")) {
         return reads((uint16_t)strtoul(argv[2], NULL, 0), atoi(argv[3]));
+    } else if (argc == 6 && !strcmp(argv[1], "hung")) {
+        return hung((uint16_t)strtoul(argv[2], NULL, 0), atoi(argv[3]), strtoul(argv[4], NULL, 0),
+                    atoi(argv[5]));
     } else if (argc != 1) {
         fprintf(stderr,
                 "usage: %s [connect NODE PORT | window PORT ROFF LEN SECONDS | reads PORT "
-                "SECONDS]\n",
+                "SECONDS | hung PORT N LEN SECONDS]\n",
                 argv[0]);
         return 2;
     }

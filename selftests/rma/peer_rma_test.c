@@ -745,6 +745,44 @@ static int errors_cli(struct peer_ctx *c) {
 }
 
 /*
+ * The client's start of the peer-close and peer-unregister behaviours:
+ * connect (cli_setup()), a local window of @len bytes at 0 (*@buf), with
+ * @probe a readfrom of @len bytes that works before the server acts, then
+ * the start byte the server waits for.  The endpoint, or -1 (said with
+ * diag(), everything released).
+ */
+static int cli_start(struct peer_ctx *c, size_t len, int probe, off_t *roff, uint8_t **buf) {
+    char start = 's';
+    int epd;
+
+    epd = cli_setup(c, roff);
+    if (epd < 0) {
+        diag("connect");
+        return -1;
+    }
+    if (local_window(epd, 0, len, buf)) {
+        diag("local window");
+        scif_close(epd);
+        return -1;
+    }
+    if (probe && (scif_readfrom(epd, 0, len, *roff, SCIF_RMA_SYNC) < 0 ||
+                  (*buf)[len - 1] != srv_pat(len - 1))) {
+        diag("a transfer before the server acts: %s", strerror(errno));
+        goto fail;
+    }
+    if (send_all(epd, &start, 1)) {
+        diag("send the start byte");
+        goto fail;
+    }
+    return epd;
+fail:
+    scif_unregister(epd, 0, len);
+    scif_close(epd);
+    free(*buf);
+    return -1;
+}
+
+/*
  * The peer closes its endpoint while transfers run (@write: vwriteto,
  * else readfrom): every call returns (0 or ECONNRESET/ENXIO), a fence wait
  * returns, later calls fail with ECONNRESET or ENXIO; no hang.
@@ -752,17 +790,12 @@ static int errors_cli(struct peer_ctx *c) {
 static int peer_close(struct peer_ctx *c, int write) {
     size_t len = 4 << 20;
     int epd, i, r, mark;
-    char start = 's';
     uint8_t *buf;
     off_t roff;
 
-    epd = cli_setup(c, &roff);
-    CHECK(epd >= 0, "connect");
-    CHECK(local_window(epd, 0, len, &buf) == 0, "local window");
     /* before the server closes, a transfer works */
-    CHECK_OK(scif_readfrom(epd, 0, len, roff, SCIF_RMA_SYNC));
-    CHECK(buf[len - 1] == srv_pat(len - 1), "data before the close");
-    CHECK(send_all(epd, &start, 1) == 0, "send the start byte");
+    epd = cli_start(c, len, 1, &roff, &buf);
+    CHECK(epd >= 0, "connect, local window, a transfer, the start byte");
     for (i = 0; i < 64; i++) {
         int fl = i & 1 ? SCIF_RMA_SYNC : 0;
 
@@ -811,10 +844,8 @@ static int unreg_cli(struct peer_ctx *c) {
     uint8_t *buf;
     off_t roff;
 
-    epd = cli_setup(c, &roff);
-    CHECK(epd >= 0, "connect");
-    CHECK(local_window(epd, 0, len, &buf) == 0, "local window");
-    CHECK(send_all(epd, &start, 1) == 0, "send the start byte");
+    epd = cli_start(c, len, 0, &roff, &buf);
+    CHECK(epd >= 0, "connect, local window, the start byte");
     for (i = 0; i < 200; i++) {
         int sync = i & 1;
 
