@@ -55,7 +55,12 @@
  * (line-buffered, so a script can follow it), while keeping the link
  * alive (PINGs with the credits of the receives it reposted); it stops
  * when the connection is closed (a CLOSE frame) or after HUNG_HOLD
- * seconds, and prints "rma hung requests N closed|held".
+ * seconds, and prints "rma hung requests N closed|held".  With -S as
+ * well it posts only HUNG_STALL_RECV receives, fewer than the link's
+ * credits, and never posts one again: the listener's next SEND then
+ * waits for receiver-not-ready retries without end (RC), and so does
+ * every later completion of its send queue, while our PINGs keep the
+ * link alive.
  *
  * Prints one line "hostile_hello VARIANT SRC DST: RESULT" and exits with
  *   0  REJECTED (the line says the reject status)
@@ -110,8 +115,9 @@ enum {
 #define RMA_FLOOD (3 * RMA_REQS)
 #define BADKEY_ROFF 0x100000 /* rdma-hostile.test's scif_nodes window */
 #define FRAME_COUNT 10
-#define BADKEY_HOLD 30 /* s -K keeps the link after its QP failed, most */
-#define HUNG_HOLD 240  /* s -H stays a hung target, most */
+#define BADKEY_HOLD 30    /* s -K keeps the link after its QP failed, most */
+#define HUNG_HOLD 240     /* s -H stays a hung target, most */
+#define HUNG_STALL_RECV 4 /* receives -S posts, of the link's credits */
 
 static void put16(uint8_t *p, unsigned int v) {
     p[0] = (uint8_t)(v >> 8);
@@ -206,7 +212,7 @@ static int next_event(struct rdma_event_channel *ch, enum rdma_cm_event_type *ty
 
 static int usage(void) {
     fprintf(stderr, "usage: hostile_hello [-t SECONDS] [-f] [-c PORT] [-C PORT] [-R PORT] "
-                    "[-K PORT] [-I PORT] [-H PORT] ADDR PORT VARIANT SRC DST\n");
+                    "[-K PORT] [-I PORT] [-H PORT [-S]] ADDR PORT VARIANT SRC DST\n");
     return 2;
 }
 
@@ -380,6 +386,8 @@ static uint8_t rma_ping[FRAME_HDR];
 static struct ibv_mr *rma_rmr, *rma_pmr;
 static unsigned int rma_unreported; /* receives reposted, for lcredits */
 static uint32_t rma_wire_len;       /* of the last RMA_REQ wait_frame() took */
+static uint32_t rma_frame_peer;     /* the source id of the last frame wait_frame() took */
+static int hung_stall;              /* -S: -H stalls the peer's send queue */
 
 static int rma_post_recv(struct rdma_cm_id *id, int i) {
     struct ibv_sge sge = {(uintptr_t)rma_rbuf[i], sizeof(rma_rbuf[i]), rma_rmr->lkey};
@@ -426,6 +434,7 @@ static int wait_frame(struct rdma_cm_id *id, int type, uint32_t *rid, uint32_t *
             *rid = get32(f + 20);
             *status = get32(f + 24);
             rma_wire_len = wc.byte_len >= FRAME_HDR + RMA_WIRE ? get32(f + FRAME_HDR + 20) : 0;
+            rma_frame_peer = get32(f + 12);
             return rma_post_recv(id, (int)wc.wr_id) ? -1 : 0;
         }
         if (rma_post_recv(id, (int)wc.wr_id))
@@ -630,16 +639,26 @@ static int rma_conn_open(struct rdma_cm_id *id, uint32_t src, unsigned int from,
         printf("rma setup failed\n");
         return -1;
     }
-    frame_hdr(buf, F_CONN_REQ, 0, 0, 0);
-    put32(buf + 20, from << 16 | port);
-    put32(buf + 24, 4096);
-    if (!send_frame(id, mr, buf, FRAME_HDR))
-        *conn = wait_conn_acc(id);
-    printf("rma connection %s\n", *conn ? "live" : "refused");
-    for (i = 0; i < RMA_RECV; i++)
+    /*
+     * Receives first, the link's initial credits: the peer's PINGs must
+     * not wait for receiver-not-ready retries while we wait for the
+     * CONN_ACC, and wait_frame() pings meanwhile, so that the peer's
+     * keepalive sees us however slowly the guest runs.
+     */
+    for (i = 0; i < (hung_stall ? HUNG_STALL_RECV : RMA_RECV); i++)
         if (rma_post_recv(id, i))
             break;
     rma_unreported = 0;
+    frame_hdr(buf, F_CONN_REQ, 0, 0, 0);
+    put32(buf + 20, from << 16 | port);
+    put32(buf + 24, 4096);
+    if (i == (hung_stall ? HUNG_STALL_RECV : RMA_RECV) && !send_frame(id, mr, buf, FRAME_HDR)) {
+        uint32_t arg, arg2;
+
+        if (!wait_frame(id, F_CONN_ACC, &arg, &arg2))
+            *conn = rma_frame_peer;
+    }
+    printf("rma connection %s\n", *conn ? "live" : "refused");
     return 0;
 }
 
@@ -723,7 +742,8 @@ static void hung_target(struct rdma_cm_id *id, unsigned int port) {
                        wc.byte_len >= FRAME_HDR + RMA_WIRE ? get32(f + FRAME_HDR + 20) : 0);
             closed = f[4] == F_CLOSE;
         }
-        if (rma_post_recv(id, (int)wc.wr_id))
+        /* -S: no receive is posted again, so the peer's next SEND waits */
+        if (!hung_stall && rma_post_recv(id, (int)wc.wr_id))
             break;
     }
     printf("rma hung requests %d %s\n", reqs, closed ? "closed" : "held");
@@ -767,9 +787,13 @@ int main(int argc, char **argv) {
     int opt, len, status, ret, frames = 0, cport = 0, crport = 0, rport = 0, kport = 0, iport = 0;
     int hport = 0;
 
-    while ((opt = getopt(argc, argv, "fc:C:R:K:I:H:t:")) != -1) {
+    while ((opt = getopt(argc, argv, "fSc:C:R:K:I:H:t:")) != -1) {
         if (opt == 'f') {
             frames = 1;
+            continue;
+        }
+        if (opt == 'S') {
+            hung_stall = 1;
             continue;
         }
         if (opt == 'c') {
