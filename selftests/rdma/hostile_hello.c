@@ -504,6 +504,48 @@ static const struct {
 #define RMA_CASES (int)(sizeof(rma_cases) / sizeof(rma_cases[0]))
 
 /*
+ * -R, -K, -I, -H: register the receive and PING buffers, open connection @src
+ * from port @from to @port on the listener's host (the CONN_REQ built in
+ * @buf, of @mr), print whether it is live and post the receives.  0 with
+ * the peer's connection id in *@conn (0 if refused), or -1 if a buffer
+ * could not be registered ("rma setup failed").
+ */
+static int rma_conn_open(struct rdma_cm_id *id, uint32_t src, unsigned int from, unsigned int port,
+                         struct ibv_mr *mr, uint8_t *buf, uint32_t *conn) {
+    int i;
+
+    frame_src = src;
+    *conn = 0;
+    rma_rmr = ibv_reg_mr(id->pd, rma_rbuf, sizeof(rma_rbuf), IBV_ACCESS_LOCAL_WRITE);
+    rma_pmr = ibv_reg_mr(id->pd, rma_ping, sizeof(rma_ping), 0);
+    if (!mr || !rma_rmr || !rma_pmr) {
+        printf("rma setup failed\n");
+        return -1;
+    }
+    /*
+     * Receives first, the link's initial credits: the peer's PINGs must
+     * not wait for receiver-not-ready retries while we wait for the
+     * CONN_ACC, and wait_frame() pings meanwhile, so that the peer's
+     * keepalive sees us however slowly the guest runs.
+     */
+    for (i = 0; i < (hung_stall ? HUNG_STALL_RECV : RMA_RECV); i++)
+        if (rma_post_recv(id, i))
+            break;
+    rma_unreported = 0;
+    frame_hdr(buf, F_CONN_REQ, 0, 0, 0);
+    put32(buf + 20, from << 16 | port);
+    put32(buf + 24, 4096);
+    if (i == (hung_stall ? HUNG_STALL_RECV : RMA_RECV) && !send_frame(id, mr, buf, FRAME_HDR)) {
+        uint32_t arg, arg2;
+
+        if (!wait_frame(id, F_CONN_ACC, &arg, &arg2))
+            *conn = rma_frame_peer;
+    }
+    printf("rma connection %s\n", *conn ? "live" : "refused");
+    return 0;
+}
+
+/*
  * -R PORT: connect to PORT on the listener's host as connection 3 (from
  * port 7), then send each of rma_cases and print the status its RMA_DONE
  * carried ("rma NAME status N", -1: no answer); then RMA_FLOOD signals
@@ -522,23 +564,12 @@ static void rma_frames(struct rdma_cm_id *id, unsigned int port, int badkey) {
     int i, n, got, enxio, ebusy, sent;
     struct ibv_wc wc;
 
-    frame_src = badkey ? 4 : 3;
-    rma_rmr = ibv_reg_mr(id->pd, rma_rbuf, sizeof(rma_rbuf), IBV_ACCESS_LOCAL_WRITE);
-    rma_pmr = ibv_reg_mr(id->pd, rma_ping, sizeof(rma_ping), 0);
-    if (!mr || !bmr || !rma_rmr || !rma_pmr) {
+    if (!bmr) {
         printf("rma setup failed\n");
         return;
     }
-    frame_hdr(buf[0], F_CONN_REQ, 0, 0, 0);
-    put32(buf[0] + 20, (badkey ? 8U : 7U) << 16 | port);
-    put32(buf[0] + 24, 4096);
-    if (!send_frame(id, mr, buf[0], FRAME_HDR))
-        conn = wait_conn_acc(id);
-    printf("rma connection %s\n", conn ? "live" : "refused");
-    for (i = 0; i < RMA_RECV; i++)
-        if (rma_post_recv(id, i))
-            break;
-    rma_unreported = 0; /* the first RMA_RECV stand for those it assumed */
+    if (rma_conn_open(id, badkey ? 4 : 3, badkey ? 8 : 7, port, mr, buf[0], &conn))
+        return;
     if (badkey) {
         /* a read of the window at WIN_OFF, into an MR we never had */
         n = rma_req(buf[0], conn, 300, 1, BADKEY_ROFF, 4096);
@@ -618,48 +649,6 @@ out:
     ibv_dereg_mr(rma_rmr);
     ibv_dereg_mr(bmr);
     ibv_dereg_mr(mr);
-}
-
-/*
- * -I, -H: register the receive and PING buffers, open connection @src
- * from port @from to @port on the listener's host (the CONN_REQ built in
- * @buf, of @mr), print whether it is live and post the receives.  0 with
- * the peer's connection id in *@conn (0 if refused), or -1 if a buffer
- * could not be registered ("rma setup failed").
- */
-static int rma_conn_open(struct rdma_cm_id *id, uint32_t src, unsigned int from, unsigned int port,
-                         struct ibv_mr *mr, uint8_t *buf, uint32_t *conn) {
-    int i;
-
-    frame_src = src;
-    *conn = 0;
-    rma_rmr = ibv_reg_mr(id->pd, rma_rbuf, sizeof(rma_rbuf), IBV_ACCESS_LOCAL_WRITE);
-    rma_pmr = ibv_reg_mr(id->pd, rma_ping, sizeof(rma_ping), 0);
-    if (!mr || !rma_rmr || !rma_pmr) {
-        printf("rma setup failed\n");
-        return -1;
-    }
-    /*
-     * Receives first, the link's initial credits: the peer's PINGs must
-     * not wait for receiver-not-ready retries while we wait for the
-     * CONN_ACC, and wait_frame() pings meanwhile, so that the peer's
-     * keepalive sees us however slowly the guest runs.
-     */
-    for (i = 0; i < (hung_stall ? HUNG_STALL_RECV : RMA_RECV); i++)
-        if (rma_post_recv(id, i))
-            break;
-    rma_unreported = 0;
-    frame_hdr(buf, F_CONN_REQ, 0, 0, 0);
-    put32(buf + 20, from << 16 | port);
-    put32(buf + 24, 4096);
-    if (i == (hung_stall ? HUNG_STALL_RECV : RMA_RECV) && !send_frame(id, mr, buf, FRAME_HDR)) {
-        uint32_t arg, arg2;
-
-        if (!wait_frame(id, F_CONN_ACC, &arg, &arg2))
-            *conn = rma_frame_peer;
-    }
-    printf("rma connection %s\n", *conn ? "live" : "refused");
-    return 0;
 }
 
 /*
