@@ -398,9 +398,11 @@ struct srd_ka {
 	 * srd_destroy_link() sets dead once the QP and CQ are gone (no RDMA
 	 * touches memory, no completion runs), wakes rma_wq and waits for
 	 * rma_users to drop to zero before freeing this and the PD.
-	 * rma_busy (RMA WRs posted) and rma_nreq (our requests outstanding)
-	 * are under peer->lock; rma_reqs (our requests by id) under its
-	 * xa_lock; rma_jobs (the peer's requests being served) atomic.
+	 * rma_busy (RMA WRs posted) is under peer->lock; rma_reqs (our
+	 * requests by id) under its xa_lock; rma_nreq (our requests
+	 * outstanding, at most SCIF_RDMA_RMA_REQS: taken in a wait
+	 * condition, so no lock) and rma_jobs (the peer's requests being
+	 * served) atomic.
 	 */
 	struct ib_pd *pd;
 	unsigned int rma_pages;		/* pages per MR, 0: no RMA */
@@ -408,7 +410,7 @@ struct srd_ka {
 	atomic_t rma_users;
 	bool dead;
 	unsigned int rma_busy;
-	unsigned int rma_nreq;
+	atomic_t rma_nreq;
 	struct xarray rma_reqs;
 	u32 rma_next;
 	atomic_t rma_jobs;

@@ -118,6 +118,7 @@ void srd_rma_ka_init(struct srd_ka *ka, struct ib_pd *pd)
 	init_waitqueue_head(&ka->rma_wq);
 	atomic_set(&ka->rma_users, 0);
 	atomic_set(&ka->rma_jobs, 0);
+	atomic_set(&ka->rma_nreq, 0);
 	xa_init_flags(&ka->rma_reqs, XA_FLAGS_ALLOC1);
 }
 
@@ -560,25 +561,20 @@ static int srd_rma_errno(u32 status)
 	}
 }
 
-/* Take one of the link's request slots: true if taken. */
+/*
+ * Take one of the link's request slots: true if taken.  Lock-free: it is
+ * the condition of wait_event_killable(), evaluated after the task state
+ * is set, where a mutex must not be taken (a debug kernel warns, and the
+ * task could lose its wakeup).
+ */
 static bool srd_req_tryslot(struct srd_ka *ka)
 {
-	struct srd_peer *peer = ka->peer;
-	bool ok;
-
-	mutex_lock(&peer->lock);
-	ok = ka->rma_nreq < SCIF_RDMA_RMA_REQS;
-	if (ok)
-		ka->rma_nreq++;
-	mutex_unlock(&peer->lock);
-	return ok;
+	return atomic_add_unless(&ka->rma_nreq, 1, SCIF_RDMA_RMA_REQS);
 }
 
 static void srd_req_unslot(struct srd_ka *ka)
 {
-	mutex_lock(&ka->peer->lock);
-	ka->rma_nreq--;
-	mutex_unlock(&ka->peer->lock);
+	atomic_dec(&ka->rma_nreq);
 	wake_up_all(&ka->rma_wq);
 }
 
