@@ -76,6 +76,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <rdma/rdma_cma.h>
@@ -404,28 +405,50 @@ static int rma_post_recv(struct rdma_cm_id *id, int i) {
 }
 
 /*
+ * Milliseconds of CLOCK_MONOTONIC.  The loops below keep time by it, not
+ * by counting their 1 ms sleeps: on a loaded TCG guest each sleep takes
+ * several milliseconds, and a PING every 1000 iterations came too late
+ * for the peer's 5 s keepalive.
+ */
+static long long now_ms(void) {
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * A PING, with the credits of the receives reposted meanwhile (step 11),
+ * if a second passed since *@last: 0, or -1 if it could not be sent.
+ */
+static int ping_due(struct rdma_cm_id *id, long long *last) {
+    if (now_ms() - *last < 1000)
+        return 0;
+    *last = now_ms();
+    frame_hdr(rma_ping, F_PING, rma_unreported, 0, 0);
+    rma_unreported = 0;
+    return send_frame(id, rma_pmr, rma_ping, FRAME_HDR) ? -1 : 0;
+}
+
+/*
  * The next frame of @type (RMA_DONE, DATA) for our connection frame_src
  * (other frames, e.g. PINGs, are skipped) within timeout_ms, sending a
  * PING every second meanwhile: the frame's arg (for RMA_DONE the request
  * id) in *@rid and arg2 (the status) in *@status; 0, or -1 if none came.
  */
 static int wait_frame(struct rdma_cm_id *id, int type, uint32_t *rid, uint32_t *status) {
+    long long end = now_ms() + timeout_ms, last = now_ms();
     struct ibv_wc wc;
     uint8_t *f;
-    int i, n;
+    int n;
 
-    for (i = 0; i < timeout_ms; i++) {
+    while (now_ms() < end) {
         n = ibv_poll_cq(id->recv_cq, 1, &wc);
         if (n < 0 || (n && wc.status != IBV_WC_SUCCESS))
             return -1;
         if (!n) {
-            if (i % 1000 == 999) {
-                /* with the receives reposted meanwhile (step 11) */
-                frame_hdr(rma_ping, F_PING, rma_unreported, 0, 0);
-                rma_unreported = 0;
-                if (send_frame(id, rma_pmr, rma_ping, FRAME_HDR))
-                    return -1;
-            }
+            if (ping_due(id, &last))
+                return -1;
             usleep(1000);
             continue;
         }
@@ -699,29 +722,27 @@ static void hung_target(struct rdma_cm_id *id, unsigned int port) {
     static uint8_t buf[FRAME_HDR];
     struct ibv_mr *mr = ibv_reg_mr(id->pd, buf, sizeof(buf), 0);
     uint32_t conn = 0;
-    int i, n, reqs = 0, closed = 0;
+    int n, reqs = 0, closed = 0;
+    long long end, last;
     struct ibv_wc wc;
     uint8_t *f;
 
     if (rma_conn_open(id, 6, 10, port, mr, buf, &conn))
         return;
-    for (i = 0; conn && !closed && i < HUNG_HOLD * 1000;) {
+    end = now_ms() + HUNG_HOLD * 1000LL;
+    last = now_ms();
+    while (conn && !closed && now_ms() < end) {
         n = ibv_poll_cq(id->recv_cq, 1, &wc);
         if (n < 0 || (n && wc.status != IBV_WC_SUCCESS)) {
             printf("rma hung link failed\n");
             break;
         }
         if (!n) {
-            if (i % 1000 == 999) {
-                frame_hdr(rma_ping, F_PING, rma_unreported, 0, 0);
-                rma_unreported = 0;
-                if (send_frame(id, rma_pmr, rma_ping, FRAME_HDR)) {
-                    printf("rma hung link failed\n");
-                    break;
-                }
+            if (ping_due(id, &last)) {
+                printf("rma hung link failed\n");
+                break;
             }
             usleep(1000);
-            i++;
             continue;
         }
         f = rma_rbuf[wc.wr_id];
