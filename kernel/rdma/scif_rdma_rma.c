@@ -564,8 +564,8 @@ static int srd_rma_errno(u32 status)
 /*
  * Take one of the link's request slots: true if taken.  Lock-free: it is
  * the condition of wait_event_killable(), evaluated after the task state
- * is set, where a mutex must not be taken (a debug kernel warns, and the
- * task could lose its wakeup).
+ * is set, where a mutex must not be taken (a debug kernel warns, and a
+ * mutex that sleeps there leaves the task running: the wait spins).
  */
 static bool srd_req_tryslot(struct srd_ka *ka)
 {
