@@ -18,13 +18,19 @@
  *     (SCIF_FENCE_INIT_SELF) or its peer (SCIF_FENCE_INIT_PEER), and
  *     returns that endpoint's rma->issued: the mark covers every RMA it
  *     has issued so far.  The mark carries the low 30 bits of the
- *     sequence; bit 30 (SCIF_MARK_PEER) records the peer side.
+ *     sequence; bit 30 (SCIF_MARK_PEER) records the peer side.  A peer
+ *     on another host is a proxy with no transfers of its own: there the
+ *     far host takes the mark of its endpoint (the transport's fence
+ *     operation, SCIF_XPRT_FENCE_MARK; scif_remote_fence_mark()).
  *
  *  4. SCIF_FENCE_WAIT rebuilds the 64-bit sequence from the mark (a mark
  *     older than the first RMA covers nothing) and sleeps on the caller's
  *     rma->fence_wq until the watched endpoint has completed up to it.
  *     A signal ends the wait (restartable); a lost connection ends it
- *     with the connection's error.
+ *     with the connection's error.  A peer mark of a peer on another
+ *     host is waited for by the far host (SCIF_XPRT_FENCE_WAIT;
+ *     scif_remote_fence_wait()), which answers once its endpoint
+ *     completed the mark's RMAs.
  *
  *  5. Every completion of an RMA (scif_xfer_done()) wakes the fence_wq of
  *     both endpoints, so waiters on either side look again.
@@ -36,9 +42,11 @@
  *     the writes are queued on its rma->signals with the sequence of its
  *     last issued RMA (at most SCIF_MAX_FENCE_SIGNALS per endpoint);
  *     otherwise they are done at once.  A remote signal to a node on
- *     another host is synchronous instead (scif_fence_signal_remote()):
- *     wait as a fence wait does, the transport writes the remote value,
- *     then the local one is written.
+ *     another host, and any SCIF_FENCE_INIT_PEER signal with such a
+ *     peer, is synchronous instead (scif_fence_signal_remote()): wait as
+ *     a fence wait does (for INIT_PEER: a far mark, then a far wait),
+ *     the transport writes the remote value, then the local one is
+ *     written.
  *
  *  7. When an RMA completes, scif_xfer_done() takes the queued signals
  *     whose sequence is now completed and scif_fence_fire() writes them,
@@ -60,6 +68,7 @@
 #include "scif_rma_priv.h"
 #include "scif_ep.h"
 #include "scif_remote.h"
+#include "scif_transport.h"
 
 /*
  * Fence signals that may wait on the RMAs of one endpoint (both sides'
@@ -109,6 +118,30 @@ void scif_fence_release(struct scif_rma_ep *rma)
 
 /* ---- the fence ioctls ---- */
 
+/* Is @peer a proxy of an endpoint on another host (a remote node)? */
+static bool scif_peer_remote(struct scif_endpt *peer)
+{
+	return scif_ep_node(peer) >= SCIF_REMOTE_NODE_MIN;
+}
+
+/*
+ * The 64-bit sequence of @mark's low 30 bits on @t (<= issued).  A mark
+ * further back than the first RMA (one never handed out, e.g. above the
+ * last mark while fewer than 2^30 RMAs were issued) covers nothing: like
+ * a mark whose RMAs are long done, it is complete at once instead of
+ * waiting for a sequence that the wrap made huge.
+ */
+static u64 scif_mark_seq(struct scif_rma_ep *t, int mark)
+{
+	u64 back, seq;
+
+	spin_lock(&t->fence_lock);
+	back = (t->issued - (u64)mark) & SCIF_MARK_SEQ_MASK;
+	seq = back > t->issued ? 0 : t->issued - back;
+	spin_unlock(&t->fence_lock);
+	return seq;
+}
+
 /* The endpoint whose transfers a mark/signal watches; counted if peer. */
 static int scif_fence_target(struct scif_endpt *ep, bool peer_side,
 			     struct scif_endpt **peer, struct scif_rma_ep **t)
@@ -156,8 +189,14 @@ long scif_fence_mark_ioctl(struct scif_endpt *ep, void __user *uarg)
 	mark = (int)(t->issued & SCIF_MARK_SEQ_MASK);
 	spin_unlock(&t->fence_lock);
 	if (peer_side) {
-		mark |= SCIF_MARK_PEER;
+		/* across hosts the far host marks its endpoint's transfers */
+		if (scif_peer_remote(peer))
+			err = scif_xprt_fence(ep, peer, SCIF_XPRT_FENCE_MARK,
+					      &mark);
+		mark = (mark & SCIF_MARK_SEQ_MASK) | SCIF_MARK_PEER;
 		scif_ep_put(peer);
+		if (err)
+			return err;
 	}
 	if (put_user(mark, (int __user *)u64_to_user_ptr(fm.mark)))
 		return -EFAULT;
@@ -184,7 +223,6 @@ long scif_fence_wait_ioctl(struct scif_endpt *ep, int mark)
 {
 	struct scif_rma_ep *rma = scif_ep_rma(ep), *t;
 	struct scif_endpt *peer;
-	u64 seq, back;
 	int err;
 
 	if (mark < 0)
@@ -192,20 +230,15 @@ long scif_fence_wait_ioctl(struct scif_endpt *ep, int mark)
 	err = scif_fence_target(ep, mark & SCIF_MARK_PEER, &peer, &t);
 	if (err)
 		return err;
-	spin_lock(&t->fence_lock);
-	/*
-	 * Rebuild the 64-bit sequence from its low 30 bits (<= issued).  A
-	 * mark further back than the first RMA (one never handed out, e.g.
-	 * above the last mark while fewer than 2^30 RMAs were issued) covers
-	 * nothing: like a mark whose RMAs are long done, it returns at once
-	 * instead of waiting for a sequence that the wrap made huge.
-	 */
-	back = (t->issued - (u64)mark) & SCIF_MARK_SEQ_MASK;
-	seq = back > t->issued ? 0 : t->issued - back;
-	spin_unlock(&t->fence_lock);
-
-	/* Waiting again on the same mark is harmless: restartable. */
-	err = scif_fence_wait_seq(ep, rma, t, seq);
+	if (peer && scif_peer_remote(peer)) {
+		/* the far host waits for its endpoint's transfers */
+		mark &= SCIF_MARK_SEQ_MASK;
+		err = scif_xprt_fence(ep, peer, SCIF_XPRT_FENCE_WAIT, &mark);
+	} else {
+		/* Waiting again on the same mark is harmless: restartable. */
+		err = scif_fence_wait_seq(ep, rma, t,
+					  scif_mark_seq(t, mark));
+	}
 	if (peer)
 		scif_ep_put(peer);
 	return err;
@@ -258,11 +291,13 @@ static void scif_sig_free(struct scif_fence_sig *sig)
 }
 
 /*
- * SCIF_SIGNAL_REMOTE to a node on another host (docs/transport.md): wait
- * as scif_fence_wait() does for every transfer @t issued so far, then have
- * the transport write the remote value (the far host checks it as a write
- * into its window), then the local one.  An error writes neither; an
- * interrupted wait restarts the call.
+ * A fence signal with a peer on another host (docs/transport.md), with
+ * SCIF_SIGNAL_REMOTE or SCIF_FENCE_INIT_PEER: wait as scif_fence_wait()
+ * does for every transfer issued so far by @t (SCIF_FENCE_INIT_SELF) or,
+ * for SCIF_FENCE_INIT_PEER, by the far endpoint (the far host marks and
+ * waits), then have the transport write the remote value (the far host
+ * checks it as a write into its window), then the local one.  An error
+ * writes neither; an interrupted wait restarts the call.
  */
 static int scif_fence_signal_remote(struct scif_endpt *ep,
 				    struct scif_endpt *peer,
@@ -270,12 +305,13 @@ static int scif_fence_signal_remote(struct scif_endpt *ep,
 				    const struct scifioctl_fence_signal *fs)
 {
 	struct scif_rma_ep *rma = scif_ep_rma(ep);
+	bool remote = fs->flags & SCIF_ABI_SIGNAL_REMOTE;
 	struct scif_fence_sig *lsig = NULL;
 	LIST_HEAD(list);
+	int err, mark;
 	u64 seq;
-	int err;
 
-	if (fs->roff < 0)
+	if (remote && fs->roff < 0)
 		return -ENXIO;
 	if (fs->flags & SCIF_ABI_SIGNAL_LOCAL) {
 		err = scif_sig_new(rma, fs->loff, fs->lval, &lsig);
@@ -283,11 +319,18 @@ static int scif_fence_signal_remote(struct scif_endpt *ep,
 			return err;
 		list_add_tail(&lsig->link, &list);
 	}
-	spin_lock(&t->fence_lock);
-	seq = t->issued;
-	spin_unlock(&t->fence_lock);
-	err = scif_fence_wait_seq(ep, rma, t, seq);
-	if (!err)
+	if (fs->flags & SCIF_ABI_FENCE_INIT_PEER) {
+		err = scif_xprt_fence(ep, peer, SCIF_XPRT_FENCE_MARK, &mark);
+		if (!err)
+			err = scif_xprt_fence(ep, peer, SCIF_XPRT_FENCE_WAIT,
+					      &mark);
+	} else {
+		spin_lock(&t->fence_lock);
+		seq = t->issued;
+		spin_unlock(&t->fence_lock);
+		err = scif_fence_wait_seq(ep, rma, t, seq);
+	}
+	if (!err && remote)
 		err = scif_xprt_signal(ep, peer, fs->roff, fs->rval);
 	if (err) {
 		scif_sig_free(lsig);
@@ -316,6 +359,37 @@ int scif_remote_signal(struct scif_endpt *ep, u64 off, u64 val)
 	return 0;
 }
 EXPORT_SYMBOL_GPL(scif_remote_signal);
+
+int scif_remote_fence_mark(struct scif_endpt *ep)
+{
+	struct scif_rma_ep *rma = scif_ep_rma(ep);
+	int mark;
+
+	if (!rma || scif_ep_conn_state(ep))
+		return -ECONNRESET;
+	spin_lock(&rma->fence_lock);
+	mark = (int)(rma->issued & SCIF_MARK_SEQ_MASK);
+	spin_unlock(&rma->fence_lock);
+	return mark;
+}
+EXPORT_SYMBOL_GPL(scif_remote_fence_mark);
+
+int scif_remote_fence_wait(struct scif_endpt *ep, int mark, long timeout)
+{
+	struct scif_rma_ep *rma = scif_ep_rma(ep);
+	u64 seq;
+
+	if (!rma)
+		return -ECONNRESET;
+	seq = scif_mark_seq(rma, mark & SCIF_MARK_SEQ_MASK);
+	wait_event_timeout(rma->fence_wq, scif_fence_done(rma, seq) ||
+					  READ_ONCE(rma->disconnected),
+			   timeout);
+	if (scif_fence_done(rma, seq))
+		return 0;
+	return READ_ONCE(rma->disconnected) ? -ECONNRESET : -EAGAIN;
+}
+EXPORT_SYMBOL_GPL(scif_remote_fence_wait);
 
 long scif_fence_signal_ioctl(struct scif_endpt *ep, void __user *uarg)
 {
@@ -352,8 +426,9 @@ long scif_fence_signal_ioctl(struct scif_endpt *ep, void __user *uarg)
 		err = -ECONNRESET;
 		goto out;
 	}
-	if ((fs.flags & SCIF_ABI_SIGNAL_REMOTE) &&
-	    scif_ep_node(peer) >= SCIF_REMOTE_NODE_MIN) {
+	if (scif_peer_remote(peer) &&
+	    ((fs.flags & SCIF_ABI_SIGNAL_REMOTE) ||
+	     init == SCIF_ABI_FENCE_INIT_PEER)) {
 		err = scif_fence_signal_remote(ep, peer, t, &fs);
 		goto out;
 	}

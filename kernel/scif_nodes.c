@@ -192,6 +192,20 @@ int scif_xprt_signal(struct scif_endpt *ep, struct scif_endpt *peer,
 	return ret;
 }
 
+int scif_xprt_fence(struct scif_endpt *ep, struct scif_endpt *peer, int op,
+		    int *mark)
+{
+	const struct scif_transport_ops *ops;
+	int idx, ret = -ENXIO;
+
+	idx = srcu_read_lock(&scif_xprt_srcu);
+	ops = READ_ONCE(peer->node->ops);
+	if (ops->fence)
+		ret = ops->fence(ep, peer, op, mark);
+	srcu_read_unlock(&scif_xprt_srcu, idx);
+	return ret;
+}
+
 /* ---- loopback transport ---- */
 
 static int lb_conn_request(struct scif_endpt *ep, u16 dst_node, u16 port)

@@ -91,5 +91,15 @@ void scif_remote_rma_put(struct scif_remote_rma *h);
  * local window is (ENXIO, EACCES); 0 or -errno.  Process context.
  */
 int scif_remote_signal(struct scif_endpt *ep, u64 off, u64 val);
+/*
+ * The far side of an SCIF_FENCE_INIT_PEER fence across hosts, on @ep (the
+ * endpoint whose own transfers the far peer fences): the mark of every
+ * transfer @ep issued so far (0..2^30-1, as scif_fence_mark() with
+ * SCIF_FENCE_INIT_SELF) or -ECONNRESET; and a wait of at most @timeout
+ * jiffies until @ep completed the transfers of @mark: 0, -EAGAIN (not
+ * yet), -ECONNRESET (@ep's connection ended).  Process context.
+ */
+int scif_remote_fence_mark(struct scif_endpt *ep);
+int scif_remote_fence_wait(struct scif_endpt *ep, int mark, long timeout);
 
 #endif /* SCIF_REMOTE_H */

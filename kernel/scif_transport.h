@@ -108,11 +108,25 @@ struct scif_transport_ops {
 	 */
 	int (*signal)(struct scif_endpt *ep, struct scif_endpt *peer,
 		      u64 roffset, u64 val);
+	/*
+	 * Optional.  A fence on the far endpoint's own transfers
+	 * (SCIF_FENCE_INIT_PEER across nodes): @op SCIF_XPRT_FENCE_MARK
+	 * stores in *@mark the far endpoint's SCIF_FENCE_INIT_SELF mark
+	 * (its low 30 bits: every transfer it issued so far);
+	 * SCIF_XPRT_FENCE_WAIT returns once the far endpoint completed the
+	 * transfers of mark *@mark.  Returns 0, -ECONNRESET (connection or
+	 * link ended), -EINTR (the caller was killed), -ENOMEM.  Without it
+	 * such a fence fails with -ENXIO.
+	 */
+	int (*fence)(struct scif_endpt *ep, struct scif_endpt *peer, int op,
+		     int *mark);
 };
 
 #define SCIF_XPRT_RMA_READ	1
 #define SCIF_XPRT_RMA_WRITE	2
 #define SCIF_XPRT_RMA_SIGNAL	3	/* on the wire only (scif_rdma) */
+#define SCIF_XPRT_FENCE_MARK	1
+#define SCIF_XPRT_FENCE_WAIT	2
 
 extern const struct scif_transport_ops scif_loopback_ops;
 

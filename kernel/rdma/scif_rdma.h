@@ -133,7 +133,10 @@
  *     (SRD_RMA_IREAD) an inline read and op 5 (SRD_RMA_IWRITE) an inline
  *     write, 0 < length <= SCIF_RDMA_RMA_INLINE, address and key zero,
  *     op 5's payload the wire followed by exactly length bytes, every
- *     other op's exactly the wire).  The target checks op, 0 < length <=
+ *     other op's exactly the wire; op 6 (SRD_RMA_MARK) and op 7
+ *     (SRD_RMA_WAIT) are a peer fence, SCIF_FENCE_INIT_PEER: length 4,
+ *     address and key zero, op 6's offset 0, op 7's the mark, at most
+ *     SRD_MARK_MAX).  The target checks op, 0 < length <=
  *     SCIF_RDMA_RMA_MAX, those rules of each op (any broken: counted as
  *     in step 10 and answered EINVAL), offset + length not wrapping
  *     (ENXIO), the connection live and from that source, at most
@@ -147,7 +150,14 @@
  *     a write's data from the request into the window pages, a read's
  *     from the window pages into its RMA_DONE; a signal it
  *     writes with one 8-byte store after the checks of a local fence
- *     signal (scif_remote_signal(): ENXIO, EACCES).  Every
+ *     signal (scif_remote_signal(): ENXIO, EACCES); a peer fence mark it
+ *     answers with its endpoint's own mark (scif_remote_fence_mark(), the
+ *     transfers that endpoint issued so far); a peer fence wait it serves
+ *     on srd_fence_wq (so that waits never hold up the work items the
+ *     transfers they wait for may need) by waiting until its endpoint
+ *     completed that mark's transfers, the connection ended (ECONNRESET)
+ *     or the link died (scif_remote_fence_wait(), looking every
+ *     SRD_FENCE_POLL).  Every
  *     RMA_REQ is answered by one RMA_DONE, also when refused at once,
  *     and only after the data moved (RDMA completed, or copied): so a
  *     fence signal or the last request of an SCIF_RMA_ORDERED call, sent
@@ -160,8 +170,9 @@
  *     (a completion error: the link then resets)) once the RDMA completed
  *     or failed and the target unmapped its pages and dropped its window
  *     references.  The answer to an inline read of status 0 carries the
- *     data: a payload of exactly the request's length; every other
- *     RMA_DONE none.  It is matched by request id and the initiator's
+ *     data: a payload of exactly the request's length, and the answer to
+ *     a peer fence mark of status 0 the mark (4 bytes, big-endian); every
+ *     other RMA_DONE none.  It is matched by request id and the initiator's
  *     connection id, not by connection state (the connection may have
  *     closed meanwhile); unknown ids are counted as in step 10.  A
  *     payload not as the request allows is counted as in step 10 and the
@@ -243,9 +254,10 @@
 #define SCIF_RDMA_MAGIC		0x53434946U	/* "SCIF" */
 /*
  * 2: inline RMA (ops 4 and 5 of step 20, RMA_DONE with data, step 21);
- * HELLO checks it exactly, so a module of version 1 never links with it.
+ * 3: peer fences (ops 6 and 7).  HELLO checks it exactly, so a module of
+ * an older version never links with it.
  */
-#define SCIF_RDMA_VERSION	2
+#define SCIF_RDMA_VERSION	3
 #define SCIF_RDMA_HELLO_REQ	1
 #define SCIF_RDMA_HELLO_ACC	2
 #define SCIF_RDMA_BACKOFF_MIN	(HZ / 2)
@@ -282,6 +294,10 @@
 #define SRD_RMA_PIPE		4
 /* how long a killed initiator waits for its request's RMA_DONE, most */
 #define SRD_RMA_KILL_WAIT	(5 * HZ)
+/* a peer fence wait (op 7) looks whether its link died this often */
+#define SRD_FENCE_POLL		(HZ / 10)
+/* the largest fence mark (its low 30 bits, as scif_fence_mark() returns) */
+#define SRD_MARK_MAX		0x3fffffffU
 
 struct scif_rdma_hello {
 	__be32 magic;
@@ -326,6 +342,8 @@ enum {
 enum {
 	SRD_RMA_IREAD = 4,	/* inline read: the data comes in RMA_DONE */
 	SRD_RMA_IWRITE,		/* inline write: the data follows the wire */
+	SRD_RMA_MARK,		/* peer fence mark: the mark comes in RMA_DONE */
+	SRD_RMA_WAIT,		/* peer fence wait for the mark in roff */
 };
 
 /*
@@ -514,7 +532,7 @@ struct scif_endpt *srd_proxy_peer(struct scif_endpt *p);
 
 /* scif_rdma_rma.c: RMA across hosts (steps 19-22) */
 struct srd_conn;
-extern struct workqueue_struct *srd_rma_wq;
+extern struct workqueue_struct *srd_rma_wq, *srd_fence_wq;
 void srd_rma_ka_init(struct srd_ka *ka, struct ib_pd *pd);
 void srd_rma_link_dead(struct srd_ka *ka);
 void srd_rma_rx_req(struct srd_peer *peer, u64 gen, struct srd_conn *c,
@@ -526,6 +544,7 @@ int srd_rma(struct scif_endpt *ep, struct scif_endpt *p, int op, u64 roff,
 	    u32 flags);
 int srd_signal(struct scif_endpt *ep, struct scif_endpt *p, u64 roff,
 	       u64 val);
+int srd_fence(struct scif_endpt *ep, struct scif_endpt *p, int op, int *mark);
 
 static inline bool srd_id_ok(unsigned int id)
 {

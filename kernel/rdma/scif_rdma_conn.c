@@ -596,4 +596,5 @@ const struct scif_transport_ops srd_ops = {
 	.send_wait = srd_send_wait,
 	.rma = srd_rma,
 	.signal = srd_signal,
+	.fence = srd_fence,
 };

@@ -810,6 +810,11 @@ static int __init scif_rdma_init(void)
 		destroy_workqueue(srd_wq);
 		return -ENOMEM;
 	}
+	srd_fence_wq = alloc_workqueue("scif_rdma_fence", WQ_UNBOUND, 0);
+	if (!srd_fence_wq) {
+		ret = -ENOMEM;
+		goto out_wq;
+	}
 	ret = scif_remote_register(&srd_ops);
 	if (ret)
 		goto out_wq;
@@ -830,6 +835,8 @@ out_kobj:
 out_reg:
 	scif_remote_unregister(&srd_ops);
 out_wq:
+	if (srd_fence_wq)
+		destroy_workqueue(srd_fence_wq);
 	destroy_workqueue(srd_rma_wq);
 	destroy_workqueue(srd_wq);
 	return ret;
@@ -864,7 +871,8 @@ static void __exit scif_rdma_exit(void)
 	}
 	/* every connection has ended with its peer */
 	scif_remote_unregister(&srd_ops);
-	destroy_workqueue(srd_rma_wq);	/* empty: every link ended */
+	destroy_workqueue(srd_fence_wq);	/* empty: every link ended */
+	destroy_workqueue(srd_rma_wq);
 	destroy_workqueue(srd_wq);
 	pr_info("scif_rdma: unloaded\n");
 }

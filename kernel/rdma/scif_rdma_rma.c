@@ -21,6 +21,8 @@
 #include "scif_rdma.h"
 
 struct workqueue_struct *srd_rma_wq;
+/* peer fence waits (op 7), apart: they may last as long as transfers */
+struct workqueue_struct *srd_fence_wq;
 /* inline requests this host sent, and served with their data (sysfs) */
 atomic_t srd_rma_inline_sent = ATOMIC_INIT(0);
 atomic_t srd_rma_inline_served = ATOMIC_INIT(0);
@@ -58,11 +60,15 @@ struct srd_req {
 	bool done;
 	int status;			/* positive errno from the target */
 	struct srd_map m;
-	/* an inline read: the RMA_DONE's data goes to len bytes of pages */
+	/*
+	 * An inline read or a peer fence mark: the RMA_DONE's data goes to
+	 * len bytes of pages, or of ans if set (a mark's).
+	 */
 	bool iread;
 	struct page **pages;		/* from byte off of pages[0] */
 	unsigned int off;
 	u32 len;
+	u8 *ans;
 };
 
 /* One request of the peer's being served (a work item on srd_rma_wq). */
@@ -362,6 +368,36 @@ static int srd_job_inline(struct srd_job *j, struct page **pages,
 	return 0;
 }
 
+/*
+ * Serve peer fence @j (ops 6 and 7, SCIF_FENCE_INIT_PEER of the far
+ * side): a mark of our endpoint's own transfers, in a new RMA_DONE in
+ * *@tx; or a wait until our endpoint completed them up to the mark,
+ * looking every SRD_FENCE_POLL whether the link died (srd_rma_link_dead()
+ * waits for this job's rma_users reference).  0 or -errno.
+ */
+static int srd_job_fence(struct srd_job *j, struct srd_tx **tx)
+{
+	__be32 *p;
+	int ret;
+
+	if (j->op == SRD_RMA_MARK) {
+		ret = scif_remote_fence_mark(j->ep);
+		if (ret < 0)
+			return ret;
+		*tx = srd_tx_alloc(SRD_F_RMA_DONE, j->rid, j->lid, sizeof(*p));
+		if (!*tx)
+			return -ENOMEM;
+		p = (__be32 *)((*tx)->buf + sizeof(struct srd_hdr));
+		*p = cpu_to_be32(ret);
+		return 0;
+	}
+	do {
+		ret = scif_remote_fence_wait(j->ep, (int)j->roff,
+					     SRD_FENCE_POLL);
+	} while (ret == -EAGAIN && !READ_ONCE(j->ka->dead));
+	return ret == -EAGAIN ? -ECONNRESET : ret;
+}
+
 static void srd_job_fn(struct work_struct *work)
 {
 	struct srd_job *j = container_of(work, struct srd_job, work);
@@ -378,6 +414,10 @@ static void srd_job_fn(struct work_struct *work)
 	bool rd = j->op == SCIF_XPRT_RMA_READ || j->op == SRD_RMA_IREAD;
 	int ret;
 
+	if (j->op == SRD_RMA_MARK || j->op == SRD_RMA_WAIT) {
+		ret = srd_job_fence(j, &tx);
+		goto answer;
+	}
 	if (j->op == SCIF_XPRT_RMA_SIGNAL) {
 		/* the value travels in the iova field (step 20) */
 		ret = scif_remote_signal(j->ep, j->roff, j->iova);
@@ -443,15 +483,18 @@ void srd_rma_rx_req(struct srd_peer *peer, u64 gen, struct srd_conn *c,
 	u32 plen = be32_to_cpu(h->len);
 	u64 roff = be64_to_cpu(w->roff), end;
 	bool inl = op == SRD_RMA_IREAD || op == SRD_RMA_IWRITE;
+	bool fence = op == SRD_RMA_MARK || op == SRD_RMA_WAIT;
 	u32 data = op == SRD_RMA_IWRITE ? len : 0;	/* bytes after *w */
 	struct srd_job *j;
 	struct srd_ka *ka;
 	int status = ECONNRESET;
 
-	if (op < SCIF_XPRT_RMA_READ || op > SRD_RMA_IWRITE || !len ||
+	if (op < SCIF_XPRT_RMA_READ || op > SRD_RMA_WAIT || !len ||
 	    len > SCIF_RDMA_RMA_MAX || !rid ||
 	    (op == SCIF_XPRT_RMA_SIGNAL && (len != 8 || roff & 7)) ||
 	    (inl && (len > SCIF_RDMA_RMA_INLINE || w->iova || w->rkey)) ||
+	    (fence && (len != 4 || w->iova || w->rkey ||
+		       roff > (op == SRD_RMA_WAIT ? SRD_MARK_MAX : 0))) ||
 	    (u64)plen != sizeof(*w) + (u64)data) {
 		srd_bad_frame(peer, "bad RMA_REQ", sizeof(*h) + plen);
 		status = EINVAL;
@@ -495,7 +538,7 @@ void srd_rma_rx_req(struct srd_peer *peer, u64 gen, struct srd_conn *c,
 	j->iova = be64_to_cpu(w->iova);
 	j->rkey = be32_to_cpu(w->rkey);
 	j->len = len;
-	queue_work(srd_rma_wq, &j->work);
+	queue_work(op == SRD_RMA_WAIT ? srd_fence_wq : srd_rma_wq, &j->work);
 	return;
 drop:
 	atomic_dec(&ka->rma_jobs);
@@ -529,6 +572,8 @@ void srd_rma_rx_done(struct srd_peer *peer, u64 gen, const struct srd_hdr *h)
 			if (plen != (req->iread && !status ? req->len : 0)) {
 				why = "bad RMA_DONE payload";
 				status = ECONNRESET;	/* the request fails */
+			} else if (plen && req->ans) {
+				memcpy(req->ans, h + 1, plen);
 			} else if (plen) {
 				srd_to_pages(req->pages, req->off,
 					     (const u8 *)(h + 1), plen);
@@ -583,14 +628,15 @@ static void srd_req_unslot(struct srd_ka *ka)
  * pages of ours; or, for SCIF_XPRT_RMA_SIGNAL (@pages NULL), 8 bytes of
  * value @off; or, for SRD_RMA_IREAD/IWRITE, at most SCIF_RDMA_RMA_INLINE
  * bytes of @pages, no MR (a write's data copied into the RMA_REQ now, a
- * read's copied from the RMA_DONE by srd_rma_rx_done()).  Map and
- * register the pages, send RMA_REQ.  0 if the request is out
- * (srd_req_wait() then ends it), else everything is released, the slot
- * included.
+ * read's copied from the RMA_DONE by srd_rma_rx_done()); or, for
+ * SRD_RMA_MARK/WAIT (@pages NULL, @off 0, @len 4), a peer fence, a
+ * mark's answer into @ans.  Map and register the pages, send RMA_REQ.  0
+ * if the request is out (srd_req_wait() then ends it), else everything
+ * is released, the slot included.
  */
 static int srd_req_start(struct srd_ka *ka, u64 gen, u32 lid, u32 rid,
 			 int op, u64 roff, struct page **pages, u64 off,
-			 u32 len, struct srd_req *req)
+			 u32 len, u8 *ans, struct srd_req *req)
 {
 	struct srd_peer *peer = ka->peer;
 	bool rd = op == SCIF_XPRT_RMA_READ;
@@ -605,10 +651,11 @@ static int srd_req_start(struct srd_ka *ka, u64 gen, u32 lid, u32 rid,
 
 	memset(req, 0, sizeof(*req));
 	req->lid = lid;
-	if (op == SRD_RMA_IREAD) {
+	if (op == SRD_RMA_IREAD || op == SRD_RMA_MARK) {
 		/* set before the request is in the table (xa_alloc) */
 		req->iread = true;
 		req->pages = pages;
+		req->ans = ans;
 		req->off = off;
 		req->len = len;
 	}
@@ -725,9 +772,12 @@ static struct srd_ka *srd_rma_conn(struct scif_endpt *p, u64 *gen, u32 *lid,
 	return srd_rma_use(peer, *gen);
 }
 
-/* The transport's signal operation (scif_transport.h). */
-int srd_signal(struct scif_endpt *ep, struct scif_endpt *p, u64 roff,
-	       u64 val)
+/*
+ * One request with no pages to proxy @p's far endpoint (a signal or a
+ * peer fence: srd_req_start()), sent and answered; 0 or the errno.
+ */
+static int srd_req_one(struct scif_endpt *p, int op, u64 roff, u64 off,
+		       u32 len, u8 *ans)
 {
 	unsigned long deadline = 0;
 	struct srd_req req;
@@ -745,12 +795,37 @@ int srd_signal(struct scif_endpt *ep, struct scif_endpt *p, u64 roff,
 	} else if (READ_ONCE(ka->dead)) {
 		ret = -ECONNRESET;	/* a slot taken or not: the link is gone */
 	} else {
-		ret = srd_req_start(ka, gen, lid, rid, SCIF_XPRT_RMA_SIGNAL,
-				    roff, NULL, val, 8, &req);
+		ret = srd_req_start(ka, gen, lid, rid, op, roff, NULL, off, len,
+				    ans, &req);
 		if (!ret)
 			ret = srd_req_wait(ka, &req, &deadline);
 	}
 	srd_rma_unuse(ka);
+	return ret;
+}
+
+/* The transport's signal operation (scif_transport.h). */
+int srd_signal(struct scif_endpt *ep, struct scif_endpt *p, u64 roff,
+	       u64 val)
+{
+	return srd_req_one(p, SCIF_XPRT_RMA_SIGNAL, roff, val, 8, NULL);
+}
+
+/*
+ * The transport's fence operation (scif_transport.h): a peer fence mark
+ * (op 6, the far endpoint's mark comes back) or wait (op 7), step 20.
+ */
+int srd_fence(struct scif_endpt *ep, struct scif_endpt *p, int op, int *mark)
+{
+	__be32 ans = 0;
+	int ret;
+
+	if (op == SCIF_XPRT_FENCE_WAIT)
+		return srd_req_one(p, SRD_RMA_WAIT, (u32)*mark & SRD_MARK_MAX,
+				   0, sizeof(ans), NULL);
+	ret = srd_req_one(p, SRD_RMA_MARK, 0, 0, sizeof(ans), (u8 *)&ans);
+	if (!ret)
+		*mark = (int)(be32_to_cpu(ans) & SRD_MARK_MAX);
 	return ret;
 }
 
@@ -819,7 +894,7 @@ int srd_rma(struct scif_endpt *ep, struct scif_endpt *p, int op, u64 roff,
 		if (start) {
 			serr = srd_req_start(ka, gen, lid, rid, wop, roff + done,
 					     pages + (pos >> PAGE_SHIFT), off, n,
-					     &req[head % SRD_RMA_PIPE]);
+					     NULL, &req[head % SRD_RMA_PIPE]);
 			if (!serr) {
 				head++;
 				done += n;

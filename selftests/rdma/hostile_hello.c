@@ -84,7 +84,7 @@
 
 /* the HELLO of kernel/rdma/scif_rdma.c (docs/transport.md), big-endian */
 #define HELLO_MAGIC 0x53434946U
-#define HELLO_VERSION 2
+#define HELLO_VERSION 3
 #define HELLO_REQ 1
 #define HELLO_ACC 2
 #define HELLO_LEN 12
@@ -112,6 +112,8 @@ enum {
 #define RMA_INLINE 8000      /* SCIF_RDMA_RMA_INLINE */
 #define RMA_IREAD 4          /* the inline ops: read, */
 #define RMA_IWRITE 5         /* write (the data after the wire) */
+#define RMA_MARK 6           /* the peer fences: mark, */
+#define RMA_WAIT 7           /* wait (the mark in the offset) */
 #define RMA_REQS 16          /* SCIF_RDMA_RMA_REQS */
 #define RMA_FLOOD (3 * RMA_REQS)
 #define BADKEY_ROFF 0x100000 /* rdma-hostile.test's scif_nodes window */
@@ -505,7 +507,7 @@ static const struct {
     uint32_t extra; /* payload bytes after the wire */
     int nomr;       /* MR address and key zero */
 } rma_cases[] = {
-    {"op", 7, 4096, 0, 0, 0, 0},                   /* not an op of step 20 */
+    {"op", 8, 4096, 0, 0, 0, 0},                   /* not an op of step 20 */
     {"len0", 1, 0, 0, 0, 0, 0},                    /* nothing to move */
     {"toolong", 2, RMA_MAX + 1, 0, 0, 0, 0},       /* beyond SCIF_RDMA_RMA_MAX */
     {"siglen", 3, 4, 0, 0, 0, 0},                  /* a signal is 8 bytes */
@@ -523,6 +525,13 @@ static const struct {
     {"ireadmr", RMA_IREAD, 100, 0, 1, 0, 0},                             /* an MR on an inline op */
     {"ireadnowindow", RMA_IREAD, 100, 0, 1, 0, 1},     /* live, nothing registered */
     {"iwritenowindow", RMA_IWRITE, 100, 0, 1, 100, 1}, /* the same, a write */
+    /* peer fences (ops 6 and 7): length 4, no MR, the offset 0 or a mark */
+    {"marklen", RMA_MARK, 8, 0, 1, 0, 1},           /* a mark is 4 bytes */
+    {"markoff", RMA_MARK, 4, 8, 1, 0, 1},           /* at offset 0 */
+    {"markmr", RMA_MARK, 4, 0, 1, 0, 0},            /* with no MR */
+    {"waitmark", RMA_WAIT, 4, 1ULL << 30, 1, 0, 1}, /* a mark has 30 bits */
+    {"mark", RMA_MARK, 4, 0, 1, 0, 1},              /* live: the endpoint's mark */
+    {"wait", RMA_WAIT, 4, 0, 1, 0, 1},              /* nothing in flight: at once */
 };
 #define RMA_CASES (int)(sizeof(rma_cases) / sizeof(rma_cases[0]))
 

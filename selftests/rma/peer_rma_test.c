@@ -293,6 +293,66 @@ static int srv_inline(struct peer_ctx *c) {
     return KSFT_PASS;
 }
 
+/*
+ * The peer fence behaviour: in round r of PF_ROUNDS the client starts an
+ * asynchronous PF_DATA-byte writeto of cli_pat(j + r) into the server's
+ * windows, then says so (the byte r); the server fences the client's
+ * transfers with SCIF_FENCE_INIT_PEER (round 0: mark and wait; 1: a local
+ * signal, awaited; 2: a local and a remote signal, PF_VAL + r, the remote
+ * one at the client's PF_CSIG) and only then checks the round's data.
+ */
+#define PF_ROUNDS 3
+#define PF_DATA (4 << 20)
+#define PF_CSIG (8 << 20)
+#define PF_VAL 0x5eed0000f00dULL
+
+/*
+ * Server half of the peer fence behaviour.  Across hosts the far host
+ * marks and waits for its endpoint's transfers (scif_rdma ops 6 and 7);
+ * a peer mark that covered nothing there fails the data check.
+ */
+static int srv_peer_fence(struct peer_ctx *c) {
+    uint8_t *buf = srv_buf(), r, got, done = 0;
+    int64_t off = WIN_OFF, exp[3];
+    volatile uint64_t *w;
+    int epd, mark = -1;
+    size_t j;
+
+    CHECK(buf, "alloc");
+    epd = srv_accept(c, 0);
+    CHECK(epd >= 0, "accept");
+    CHECK(srv_windows(epd, buf, 0) == 0);
+    CHECK(send_all(epd, &off, sizeof(off)) == 0, "send offset");
+    w = (volatile uint64_t *)(buf + SIG_AT);
+    for (r = 0; r < PF_ROUNDS; r++) {
+        CHECK(recv_all(epd, &got, 1) == 0 && got == r, "the client's round %d", r);
+        if (r == 0) {
+            CHECK_OK(scif_fence_mark(epd, SCIF_FENCE_INIT_PEER, &mark));
+            CHECK_OK(scif_fence_wait(epd, mark));
+        } else {
+            CHECK_OK(scif_fence_signal(
+                epd, WIN_OFF + SIG_AT, PF_VAL + r, r == 2 ? PF_CSIG : 0, PF_VAL + r,
+                SCIF_FENCE_INIT_PEER | SCIF_SIGNAL_LOCAL | (r == 2 ? SCIF_SIGNAL_REMOTE : 0)));
+            for (j = 0; j < 100000 && *w != PF_VAL + r; j++)
+                sleep_ms(1);
+            CHECK(*w == PF_VAL + r, "round %d: no local signal: %#llx", r, (unsigned long long)*w);
+        }
+        for (j = 0; j < PF_DATA; j++)
+            CHECK(buf[j] == cli_pat(j + r), "round %d: byte %zu after the peer fence: %#x", r, j,
+                  buf[j]);
+        CHECK(send_all(epd, &r, 1) == 0, "ack round %d", r);
+    }
+    for (j = SIG_AT; j < SIG_AT + 8; j++)
+        buf[j] = srv_pat(j);
+    CHECK(recv_all(epd, exp, sizeof(exp)) == 0, "the client's expectation");
+    CHECK(srv_check(buf, exp) == KSFT_PASS);
+    CHECK_OK(scif_unregister(epd, WIN_OFF, 2 * HALF));
+    CHECK(send_all(epd, &done, 1) == 0, "send the ack");
+    CHECK_OK(scif_close(epd));
+    free(buf);
+    return KSFT_PASS;
+}
+
 /* Client: connect to data port 0 and learn the server's window offset. */
 static int cli_setup(struct peer_ctx *c, off_t *roff) {
     int64_t off = 0;
@@ -664,6 +724,36 @@ static int fence_signal_cli(struct peer_ctx *c) {
     return cli_done_exp(epd, 0, SIG_DATA, 0);
 }
 
+/* Client half of the peer fence behaviour (above srv_peer_fence()). */
+static int peer_fence_cli(struct peer_ctx *c) {
+    volatile uint64_t *w;
+    uint8_t *buf, *sig, r, ack;
+    off_t roff;
+    size_t j;
+    int epd;
+
+    epd = cli_setup(c, &roff);
+    CHECK(epd >= 0, "connect");
+    CHECK(local_window(epd, 0, PF_DATA, &buf) == 0, "local window");
+    CHECK(local_window(epd, PF_CSIG, 4096, &sig) == 0, "local signal window");
+    w = (volatile uint64_t *)sig;
+    for (r = 0; r < PF_ROUNDS; r++) {
+        for (j = 0; j < PF_DATA; j++)
+            buf[j] = cli_pat(j + r);
+        CHECK_OK(scif_writeto(epd, 0, PF_DATA, roff, 0)); /* asynchronous */
+        CHECK(send_all(epd, &r, 1) == 0, "round %d started", r);
+        CHECK(recv_all(epd, &ack, 1) == 0 && ack == r, "the server's ack of round %d", r);
+        CHECK_OK(fence_all(epd));
+    }
+    CHECK(*w == PF_VAL + 2, "remote half of the server's INIT_PEER signal: %#llx",
+          (unsigned long long)*w);
+    CHECK_OK(scif_unregister(epd, 0, PF_DATA));
+    CHECK_OK(scif_unregister(epd, PF_CSIG, 4096));
+    free(buf);
+    free(sig);
+    return cli_done_exp(epd, 0, PF_DATA, PF_ROUNDS - 1);
+}
+
 /*
  * scif_mmap of the peer's window: an emulated node shares this kernel, the
  * mapping shows the window's pages (both windows, across their border);
@@ -1021,6 +1111,8 @@ static const struct peer_test tests[] = {
     {"peer rma: fence mark/wait over asynchronous transfers", srv_plain, fence_mark_cli, 300, 0},
     {"peer rma: local and remote fence signals after the data", srv_signal, fence_signal_cli, 300,
      0},
+    {"peer rma: INIT_PEER mark, wait and signals cover the peer's asynchronous writes",
+     srv_peer_fence, peer_fence_cli, 300, 0},
     {"peer rma: scif_mmap of the peer's window (ENXIO across hosts)", srv_plain, mmap_cli, 300, 0},
     {"peer rma: EACCES and ENXIO from the peer (inline sizes too), nothing written", srv_ro2,
      errors_cli, 300, 0},
