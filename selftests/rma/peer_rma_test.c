@@ -353,6 +353,37 @@ static int srv_peer_fence(struct peer_ctx *c) {
     return KSFT_PASS;
 }
 
+/*
+ * Server half of "the peer closes during a peer fence": the client starts
+ * PF_CLOSE_N asynchronous writetos; the server takes an
+ * SCIF_FENCE_INIT_PEER mark, says so, and waits for it while the client
+ * closes its endpoint (across hosts the far host's wait meets the close):
+ * the wait returns 0 or ECONNRESET, never hangs; the counters behaviour
+ * checks that nothing is left.
+ */
+#define PF_CLOSE_N 4
+
+static int srv_peer_fence_close(struct peer_ctx *c) {
+    uint8_t *buf = srv_buf(), got;
+    int64_t off = WIN_OFF;
+    int epd, mark = -1, r;
+
+    CHECK(buf, "alloc");
+    epd = srv_accept(c, 0);
+    CHECK(epd >= 0, "accept");
+    CHECK(srv_windows(epd, buf, 0) == 0);
+    CHECK(send_all(epd, &off, sizeof(off)) == 0, "send offset");
+    CHECK(recv_all(epd, &got, 1) == 0, "the client's start byte");
+    CHECK_OK(scif_fence_mark(epd, SCIF_FENCE_INIT_PEER, &mark));
+    CHECK(send_all(epd, &got, 1) == 0, "send the marked byte");
+    r = scif_fence_wait(epd, mark);
+    CHECK(r == 0 || errno == ECONNRESET, "peer wait: %s", strerror(errno));
+    diag("the peer fence wait during the close: %s", r ? strerror(errno) : "completed");
+    CHECK_OK(scif_close(epd));
+    free(buf);
+    return KSFT_PASS;
+}
+
 /* Client: connect to data port 0 and learn the server's window offset. */
 static int cli_setup(struct peer_ctx *c, off_t *roff) {
     int64_t off = 0;
@@ -754,6 +785,26 @@ static int peer_fence_cli(struct peer_ctx *c) {
     return cli_done_exp(epd, 0, PF_DATA, PF_ROUNDS - 1);
 }
 
+/* Client half of "the peer closes during a peer fence" (above). */
+static int peer_fence_close_cli(struct peer_ctx *c) {
+    uint8_t *buf, start = 's';
+    off_t roff;
+    int epd, i;
+
+    epd = cli_setup(c, &roff);
+    CHECK(epd >= 0, "connect");
+    CHECK(local_window(epd, 0, PF_DATA, &buf) == 0, "local window");
+    for (i = 0; i < PF_CLOSE_N; i++)
+        CHECK_OK(scif_writeto(epd, 0, PF_DATA, roff, 0)); /* asynchronous */
+    CHECK(send_all(epd, &start, 1) == 0, "send the start byte");
+    CHECK(recv_all(epd, &start, 1) == 0, "the server's marked byte");
+    sleep_ms(100); /* ordering only: let the server's wait begin */
+    /* the transfers, and the server's peer fence wait, in flight */
+    CHECK_OK(scif_close(epd));
+    free(buf);
+    return KSFT_PASS;
+}
+
 /*
  * scif_mmap of the peer's window: an emulated node shares this kernel, the
  * mapping shows the window's pages (both windows, across their border);
@@ -1113,6 +1164,8 @@ static const struct peer_test tests[] = {
      0},
     {"peer rma: INIT_PEER mark, wait and signals cover the peer's asynchronous writes",
      srv_peer_fence, peer_fence_cli, 300, 0},
+    {"peer rma: the peer closes during an INIT_PEER fence: 0 or ECONNRESET, no hang",
+     srv_peer_fence_close, peer_fence_close_cli, 300, 0},
     {"peer rma: scif_mmap of the peer's window (ENXIO across hosts)", srv_plain, mmap_cli, 300, 0},
     {"peer rma: EACCES and ENXIO from the peer (inline sizes too), nothing written", srv_ro2,
      errors_cli, 300, 0},
