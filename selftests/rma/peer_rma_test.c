@@ -177,6 +177,23 @@ static const int inl_flags[INL_NSIZES] = {
 enum { SRV_PLAIN, SRV_RO2, SRV_SIGNAL, SRV_CLOSE, SRV_UNREG };
 
 /*
+ * Server: the client's expectation checked against the windows over @buf,
+ * unregistered, acknowledged; @epd closed and @buf freed.
+ */
+static int srv_end(int epd, uint8_t *buf) {
+    int64_t exp[3];
+    uint8_t done = 0;
+
+    CHECK(recv_all(epd, exp, sizeof(exp)) == 0, "the client's expectation");
+    CHECK(srv_check(buf, exp) == KSFT_PASS);
+    CHECK_OK(scif_unregister(epd, WIN_OFF, 2 * HALF));
+    CHECK(send_all(epd, &done, 1) == 0, "send the ack");
+    CHECK_OK(scif_close(epd));
+    free(buf);
+    return KSFT_PASS;
+}
+
+/*
  * Server half of the window behaviours: the windows, the offset sent, then
  * by @mode: SRV_CLOSE closes after the client's start byte; SRV_UNREG
  * unregisters the windows after it (the client's transfers run), tells the
@@ -225,13 +242,7 @@ static int serve(struct peer_ctx *c, int mode) {
         free(buf);
         return KSFT_PASS;
     }
-    CHECK(recv_all(epd, exp, sizeof(exp)) == 0, "the client's expectation");
-    CHECK(srv_check(buf, exp) == KSFT_PASS);
-    CHECK_OK(scif_unregister(epd, WIN_OFF, 2 * HALF));
-    CHECK(send_all(epd, &done, 1) == 0, "send the ack");
-    CHECK_OK(scif_close(epd));
-    free(buf);
-    return KSFT_PASS;
+    return srv_end(epd, buf);
 }
 
 static int srv_plain(struct peer_ctx *c) {
@@ -312,8 +323,8 @@ static int srv_inline(struct peer_ctx *c) {
  * a peer mark that covered nothing there fails the data check.
  */
 static int srv_peer_fence(struct peer_ctx *c) {
-    uint8_t *buf = srv_buf(), r, got, done = 0;
-    int64_t off = WIN_OFF, exp[3];
+    uint8_t *buf = srv_buf(), r, got;
+    int64_t off = WIN_OFF;
     volatile uint64_t *w;
     int epd, mark = -1;
     size_t j;
@@ -344,13 +355,7 @@ static int srv_peer_fence(struct peer_ctx *c) {
     }
     for (j = SIG_AT; j < SIG_AT + 8; j++)
         buf[j] = srv_pat(j);
-    CHECK(recv_all(epd, exp, sizeof(exp)) == 0, "the client's expectation");
-    CHECK(srv_check(buf, exp) == KSFT_PASS);
-    CHECK_OK(scif_unregister(epd, WIN_OFF, 2 * HALF));
-    CHECK(send_all(epd, &done, 1) == 0, "send the ack");
-    CHECK_OK(scif_close(epd));
-    free(buf);
-    return KSFT_PASS;
+    return srv_end(epd, buf);
 }
 
 /*
