@@ -781,6 +781,9 @@ static int peer_fence_cli(struct peer_ctx *c) {
         CHECK(recv_all(epd, &ack, 1) == 0 && ack == r, "the server's ack of round %d", r);
         CHECK_OK(fence_all(epd));
     }
+    /* locally the two halves are two writes: the remote one may come second */
+    for (j = 0; j < 100000 && *w != PF_VAL + 2; j++)
+        sleep_ms(1);
     CHECK(*w == PF_VAL + 2, "remote half of the server's INIT_PEER signal: %#llx",
           (unsigned long long)*w);
     CHECK_OK(scif_unregister(epd, 0, PF_DATA));
