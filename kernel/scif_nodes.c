@@ -206,6 +206,19 @@ int scif_xprt_fence(struct scif_endpt *ep, struct scif_endpt *peer, int op,
 	return ret;
 }
 
+/* Windows a remote transport exposes went away (scif_transport.h). */
+void scif_xprt_windows_gone(void)
+{
+	const struct scif_transport_ops *ops;
+	int idx;
+
+	idx = srcu_read_lock(&scif_xprt_srcu);
+	ops = READ_ONCE(scif_rnodes[0].ops);
+	if (ops->windows_gone)
+		ops->windows_gone();
+	srcu_read_unlock(&scif_xprt_srcu, idx);
+}
+
 /* ---- loopback transport ---- */
 
 static int lb_conn_request(struct scif_endpt *ep, u16 dst_node, u16 port)

@@ -86,6 +86,29 @@ struct scif_remote_rma *scif_remote_rma_get(struct scif_endpt *ep, u64 off,
 					    unsigned int *first_off);
 void scif_remote_rma_put(struct scif_remote_rma *h);
 /*
+ * Direct reads by a peer host (docs/transport.md "Direct reads"): the
+ * transport exposes a window's pages to the far host for RDMA READ and
+ * must revoke that before the window's unregistration returns.
+ * scif_remote_window_get() takes the registered window of @ep containing
+ * @off, which must allow reads: 0 (a reference held, its fields in @rw;
+ * the pages stay pinned until scif_remote_window_put()), -ENXIO (none, or
+ * @ep has no RMA state any more), -EACCES.  Once such a window is no
+ * longer registered (unregistered, its endpoint closed)
+ * scif_remote_window_gone() is true and the core calls the remote
+ * transport's windows_gone operation (scif_transport.h) with no lock held,
+ * before the unregistration returns.  Process context.
+ */
+struct scif_remote_win {
+	void *win;			/* the core's window, counted */
+	u64 offset;			/* its registered offset */
+	unsigned long npages;
+	struct page **pages;
+};
+int scif_remote_window_get(struct scif_endpt *ep, u64 off,
+			   struct scif_remote_win *rw);
+bool scif_remote_window_gone(const struct scif_remote_win *rw);
+void scif_remote_window_put(struct scif_remote_win *rw);
+/*
  * The target side of a remote fence signal: write @val at @off (8-aligned)
  * of @ep's registered address space, checked as a fence signal into a
  * local window is (ENXIO, EACCES); 0 or -errno.  Process context.

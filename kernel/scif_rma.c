@@ -19,6 +19,7 @@
 #include <linux/version.h>
 #include <linux/backing-dev.h>
 #include <scif_ioctl.h>
+#include "scif_ep.h"
 #include "scif_rma_priv.h"
 
 atomic_long_t scif_rma_pinned_pages = ATOMIC_LONG_INIT(0);
@@ -169,27 +170,44 @@ struct scif_window *scif_window_lookup(struct scif_rma_ep *rma, u64 off)
 	return w && !w->unreg ? w : NULL;
 }
 
-/* Take @w out of the tree and drop the tree's reference.  win_lock held. */
-static void scif_window_erase(struct scif_rma_ep *rma, struct scif_window *w)
+/*
+ * @w stops being registered: a transport exposing it must revoke that
+ * (scif_xprt_windows_gone() once win_lock is dropped).  Returns true if
+ * it must be told.  win_lock held exclusive.
+ */
+static bool scif_window_gone(struct scif_window *w)
 {
+	if (w->gone)
+		return false;
+	WRITE_ONCE(w->gone, true);
+	return w->exposed;
+}
+
+/* Take @w out of the tree and drop the tree's reference.  win_lock held. */
+static bool scif_window_erase(struct scif_rma_ep *rma, struct scif_window *w)
+{
+	bool tell = scif_window_gone(w);
+
 	rb_erase(&w->node, &rma->windows);
 	RB_CLEAR_NODE(&w->node);
 	rma->nwindows--;
 	scif_window_put(w);
+	return tell;
 }
 
 /*
  * Unregister @w (in the tree, registered): gone at once unless peer
  * mappings hold it, else it lingers, reserving its offsets, until the last
- * of them is removed.  win_lock held exclusive.
+ * of them is removed.  Returns true if a transport must be told
+ * (scif_window_gone()).  win_lock held exclusive.
  */
-static void scif_window_unregister(struct scif_rma_ep *rma,
+static bool scif_window_unregister(struct scif_rma_ep *rma,
 				   struct scif_window *w)
 {
-	if (w->nmaps)
-		w->unreg = true;
-	else
-		scif_window_erase(rma, w);
+	if (!w->nmaps)
+		return scif_window_erase(rma, w);
+	w->unreg = true;
+	return scif_window_gone(w);
 }
 
 /*
@@ -395,10 +413,14 @@ static long scif_rma_register(struct scif_endpt *ep, struct scif_rma_ep *rma,
 		 * (hence our own reference), and the peer may have mapped it,
 		 * in which case it lingers until the peer unmaps it.
 		 */
+		bool tell = false;
+
 		down_write(&rma->win_lock);
 		if (!RB_EMPTY_NODE(&win->node) && !win->unreg)
-			scif_window_unregister(rma, win);
+			tell = scif_window_unregister(rma, win);
 		up_write(&rma->win_lock);
+		if (tell)
+			scif_xprt_windows_gone();
 		scif_window_put(win);
 		return -EFAULT;
 	}
@@ -421,6 +443,7 @@ static long scif_rma_unregister(struct scif_endpt *ep, struct scif_rma_ep *rma,
 	struct scifioctl_unreg ur;
 	struct scif_window *w, *first;
 	struct rb_node *n;
+	bool tell = false;
 	u64 off, end;
 	int err;
 
@@ -471,11 +494,14 @@ static long scif_rma_unregister(struct scif_endpt *ep, struct scif_rma_ep *rma,
 		w = rb_entry(n, struct scif_window, node);
 		if (w->offset >= end)
 			break;
-		scif_window_unregister(rma, w);
+		tell |= scif_window_unregister(rma, w);
 		n = next;
 	}
 out:
 	up_write(&rma->win_lock);
+	/* a peer host reading them directly loses them before we return */
+	if (tell)
+		scif_xprt_windows_gone();
 	return err;
 }
 
@@ -658,6 +684,7 @@ void scif_rma_ep_release(struct scif_endpt *ep)
 {
 	struct scif_rma_ep *rma = scif_ep_rma(ep);
 	struct rb_node *n;
+	bool tell = false;
 
 	if (!rma)
 		return;
@@ -672,10 +699,13 @@ void scif_rma_ep_release(struct scif_endpt *ep)
 	while (n) {
 		struct rb_node *next = rb_next(n);
 
-		scif_window_erase(rma, rb_entry(n, struct scif_window, node));
+		tell |= scif_window_erase(rma,
+					  rb_entry(n, struct scif_window, node));
 		n = next;
 	}
 	up_write(&rma->win_lock);
+	if (tell)
+		scif_xprt_windows_gone();
 
 	scif_fence_release(rma);
 	scif_rcache_release(rma);

@@ -65,6 +65,15 @@ struct scif_window {
 	int prot;			/* SCIF_PROT_* */
 	bool dirty;			/* pages may have been written */
 	bool unreg;			/* unregistered, lingers for nmaps */
+	/*
+	 * exposed: a remote transport holds it for a peer host's direct
+	 * reads (scif_remote_window_get()); set under win_lock, read under
+	 * it exclusive.  gone: no longer registered (WRITE_ONCE under
+	 * win_lock exclusive, read lockless by the transport, which is then
+	 * told by scif_xprt_windows_gone() after win_lock is dropped).
+	 */
+	bool exposed;
+	bool gone;
 	unsigned int nmaps;		/* peer mappings holding the window */
 	struct page **pages;
 	struct mm_struct *mm;		/* mmgrab()ed; charged pinned_vm */

@@ -585,6 +585,52 @@ void scif_remote_rma_put(struct scif_remote_rma *h)
 }
 EXPORT_SYMBOL_GPL(scif_remote_rma_put);
 
+/*
+ * A window of @ep for a peer host's direct reads (scif_remote.h): the
+ * registered window containing @off, readable, with a reference; marked
+ * exposed, so that its unregistration calls scif_xprt_windows_gone().
+ */
+int scif_remote_window_get(struct scif_endpt *ep, u64 off,
+			   struct scif_remote_win *rw)
+{
+	struct scif_rma_ep *rma = scif_ep_rma(ep);
+	struct scif_window *w;
+	int err = -ENXIO;
+
+	if (!rma || (s64)off < 0)
+		return -ENXIO;
+	down_read(&rma->win_lock);
+	w = rma->dead ? NULL : scif_window_lookup(rma, off);
+	if (w && !(w->prot & SCIF_ABI_PROT_READ)) {
+		err = -EACCES;
+	} else if (w) {
+		kref_get(&w->ref);
+		/* only ever set, and read under win_lock exclusive */
+		WRITE_ONCE(w->exposed, true);
+		rw->win = w;
+		rw->offset = w->offset;
+		rw->npages = w->npages;
+		rw->pages = w->pages;
+		err = 0;
+	}
+	up_read(&rma->win_lock);
+	return err;
+}
+EXPORT_SYMBOL_GPL(scif_remote_window_get);
+
+bool scif_remote_window_gone(const struct scif_remote_win *rw)
+{
+	return READ_ONCE(((struct scif_window *)rw->win)->gone);
+}
+EXPORT_SYMBOL_GPL(scif_remote_window_gone);
+
+void scif_remote_window_put(struct scif_remote_win *rw)
+{
+	scif_window_put(rw->win);
+	rw->win = NULL;
+}
+EXPORT_SYMBOL_GPL(scif_remote_window_put);
+
 int scif_xfer_init(void)
 {
 	/* One work item per endpoint with queued transfers (not ordered). */

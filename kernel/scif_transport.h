@@ -120,6 +120,15 @@ struct scif_transport_ops {
 	 */
 	int (*fence)(struct scif_endpt *ep, struct scif_endpt *peer, int op,
 		     int *mark);
+	/*
+	 * Optional, of the remote transport only.  Windows it holds through
+	 * scif_remote_window_get() stopped being registered
+	 * (scif_remote_window_gone()): revoke the far hosts' access to them
+	 * before returning (bounded: a far host that does not answer loses
+	 * it anyway).  Called with no lock held, from unregistration and
+	 * endpoint release.
+	 */
+	void (*windows_gone)(void);
 };
 
 #define SCIF_XPRT_RMA_READ	1

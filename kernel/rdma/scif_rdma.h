@@ -195,6 +195,40 @@
  *     request (IB_WR_REG_MR) has not completed: a peer can stall our send
  *     queue (completions come in order, after its acknowledgements), so
  *     after SRD_RMA_KILL_WAIT the caller ends the link, which flushes it.
+ * 23. Read keys (scif_rdma_key.c): an exception to step 19 for small
+ *     reads.  Once the owner of a window served an inline read of it
+ *     (op 4) with status 0, and the module parameter direct_reads is on,
+ *     it registers the chunk of that window holding the range (ka->rma_pages
+ *     pages, aligned in the window; only a window with SCIF_PROT_READ)
+ *     for remote read only and sends RKEY (dst, src = the connection ids,
+ *     arg = a key id unique among the link's, payload a struct
+ *     srd_rma_wire: the chunk's offset in its registered space, MR
+ *     address, key, length) before the read's RMA_DONE.  At most
+ *     SRD_KEYS_MAX keys per link in each direction.  The reader checks the
+ *     fields (id nonzero and unused, 0 < length <= SCIF_RDMA_RMA_MAX, no
+ *     wrap; anything else is counted as in step 10) and keeps the key for
+ *     that connection (srd_conn.serial) while it is live.
+ * 24. The owner revokes a key when its window stops being registered
+ *     (scif_unregister(), its endpoint's close: scif.ko calls the
+ *     transport's windows_gone, which waits) or its connection ends:
+ *     REVOKE (arg = the id, dst, src, arg2 zero).  The reader takes the
+ *     key out at once (no new read uses it), and answers REVOKE_ACK (arg =
+ *     the id) once no read of its own with it is in flight; an unknown id
+ *     is answered too.  The owner then invalidates the MR (ib_dereg_mr())
+ *     and lets the window go.  So when scif_unregister() returns, the far
+ *     host can no longer read the window, and a read it starts after a
+ *     message sent after the unregistration finds no key (the REVOKE came
+ *     first on the link) and gets ENXIO from step 20.  A reader that does
+ *     not answer within SRD_KEY_REVOKE_WAIT loses the key anyway: a read
+ *     it then posts fails with a remote access error, which ends the link.
+ *     A REVOKE_ACK for no revocation is counted as in step 10.
+ * 25. A read (scif_readfrom(), scif_vreadfrom()) of at most
+ *     SCIF_RDMA_RMA_INLINE bytes that lies inside one key of its
+ *     connection is one RDMA READ of the owner's MR into a bounce buffer
+ *     of the reader (the PD's local DMA key), copied into the caller's
+ *     pages once it completed: no frame, no work on the owner's CPU.  A
+ *     failed READ ends the link (step 8; the call gets ECONNRESET), as
+ *     any failed RDMA does.  Any other read goes by steps 19-22.
  *
  * Locking: srd_cfg_mutex protects srd_self and srd_peers (the list and
  * each peer's id/address/port); it is never held while destroying a
@@ -221,7 +255,12 @@
  * the peer's mutex, its request table under the table's xa_lock (taken
  * inside the peer's mutex by the RMA_DONE handler); RMA waiters sleep on
  * ka->rma_wq with no lock held.
- * Order: srd_cfg_mutex, srd_msg_mutex, a peer's mutex, xa_lock.
+ * Read keys (steps 23-25): the owner's keys (struct srd_xkey, every link's)
+ * and each link's xkeys count under srd_key_mutex, never held while
+ * waiting for a completion or an answer; the reader's keys (ka->keys_in)
+ * under that xarray's xa_lock, taken inside the peer's mutex.
+ * Order: srd_cfg_mutex, srd_msg_mutex, srd_key_mutex, a peer's mutex,
+ * xa_lock.
  */
 
 #ifndef SCIF_RDMA_H
@@ -242,6 +281,7 @@
 #include <linux/uaccess.h>
 #include <linux/overflow.h>
 #include <linux/numa.h>
+#include <linux/scatterlist.h>
 #include <net/net_namespace.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_cm.h>
@@ -254,10 +294,10 @@
 #define SCIF_RDMA_MAGIC		0x53434946U	/* "SCIF" */
 /*
  * 2: inline RMA (ops 4 and 5 of step 20, RMA_DONE with data, step 21);
- * 3: peer fences (ops 6 and 7).  HELLO checks it exactly, so a module of
+ * 3: peer fences (ops 6 and 7); 4: read keys (steps 23-25).  HELLO checks it exactly, so a module of
  * an older version never links with it.
  */
-#define SCIF_RDMA_VERSION	3
+#define SCIF_RDMA_VERSION	4
 #define SCIF_RDMA_HELLO_REQ	1
 #define SCIF_RDMA_HELLO_ACC	2
 #define SCIF_RDMA_BACKOFF_MIN	(HZ / 2)
@@ -335,7 +375,10 @@ enum {
 	SRD_F_CLOSE,
 	SRD_F_RMA_REQ,
 	SRD_F_RMA_DONE,
-	SRD_F_MAX = SRD_F_RMA_DONE,
+	SRD_F_RKEY,		/* a read key: step 23 */
+	SRD_F_REVOKE,		/* step 24 */
+	SRD_F_REVOKE_ACK,
+	SRD_F_MAX = SRD_F_REVOKE_ACK,
 };
 
 /* The ops of an RMA_REQ (step 20, arg2): SCIF_XPRT_RMA_*, then these. */
@@ -432,6 +475,17 @@ struct srd_ka {
 	struct xarray rma_reqs;
 	u32 rma_next;
 	atomic_t rma_jobs;
+
+	/*
+	 * Direct reads (scif_rdma_key.c, steps 23-25).  keys_in: the read
+	 * keys the peer gave us (struct srd_rkey by its id), under its
+	 * xa_lock, nkeys_in their number; xkeys (read keys of ours this
+	 * link carries) and xkey_next under srd_key_mutex.
+	 */
+	struct xarray keys_in;
+	unsigned int nkeys_in;
+	unsigned int xkeys;
+	u32 xkey_next;
 };
 
 enum srd_state { SRD_DOWN, SRD_CONNECTING, SRD_UP };
@@ -495,6 +549,7 @@ struct srd_conn {
 	struct scif_endpt *ep;		/* CONNECTING: the connector (counted) */
 	struct scif_endpt *proxy;	/* the far endpoint's proxy (counted) */
 	u32 credit_sent;		/* our endpoint's rx tail last credited */
+	u64 serial;			/* unique per connection, ever */
 };
 
 /* scif_rdma_link.c: configuration, listener, links, module */
@@ -539,6 +594,53 @@ void srd_rma_rx_req(struct srd_peer *peer, u64 gen, struct srd_conn *c,
 		    const struct srd_hdr *h, const u8 *payload);
 void srd_rma_rx_done(struct srd_peer *peer, u64 gen, const struct srd_hdr *h);
 extern atomic_t srd_rma_inline_sent, srd_rma_inline_served;
+
+/*
+ * Work requests of one RMA step on the link's send queue: pending counts
+ * those posted and not completed (peer->lock); status is the first
+ * completion error.
+ */
+struct srd_rwr {
+	struct ib_cqe cqe;
+	struct srd_ka *ka;
+	unsigned int pending;
+	int status;
+};
+
+/* Local pages DMA-mapped and described by a fast-registration MR. */
+struct srd_map {
+	struct sg_table sgt;
+	int nents;
+	bool sgt_alloc;
+	enum dma_data_direction dir;
+	struct ib_mr *mr;
+};
+
+struct srd_ka *srd_rma_use(struct srd_peer *peer, u64 gen);
+void srd_rma_unuse(struct srd_ka *ka);
+int srd_rwr_post(struct srd_rwr *r, struct ib_send_wr *wr);
+void srd_rwr_wait(struct srd_rwr *r);
+int srd_map(struct srd_ka *ka, struct srd_map *m, struct page **pages,
+	    unsigned int off, u32 len, unsigned int maxpg,
+	    enum dma_data_direction dir);
+int srd_reg(struct srd_ka *ka, struct srd_map *m, int access);
+void srd_unmap(struct srd_ka *ka, struct srd_map *m);
+void srd_to_pages(struct page **pages, unsigned int off, const u8 *buf,
+		  u32 len);
+
+/* scif_rdma_key.c: direct reads (steps 23-25) */
+extern bool srd_direct_reads;
+extern atomic_t srd_rma_direct_reads, srd_keys_live;
+void srd_key_expose(struct srd_peer *peer, struct srd_ka *ka, u64 gen,
+		    u32 lid, u32 rid, struct scif_endpt *ep, u64 off, u32 len);
+void srd_windows_gone(void);
+void srd_keys_link_dead(struct srd_ka *ka);
+void srd_keys_in_free(struct srd_ka *ka);
+void srd_keys_conn_gone(struct srd_peer *peer, u64 gen, u32 lid);
+void srd_key_rx(struct srd_peer *peer, u64 gen, struct srd_conn *c,
+		const struct srd_hdr *h, const u8 *payload);
+int srd_direct_read(struct srd_ka *ka, u64 gen, u64 serial, u64 roff,
+		    struct page **pages, unsigned int off, u32 len);
 int srd_rma(struct scif_endpt *ep, struct scif_endpt *p, int op, u64 roff,
 	    struct page **pages, unsigned int first_off, size_t len,
 	    u32 flags);

@@ -26,9 +26,14 @@ static int srd_send_ctl(struct srd_peer *peer, struct srd_conn *c, u8 type,
 	return srd_xmit(peer, c ? c->gen : READ_ONCE(peer->gen), tx);
 }
 
+/* connection serials (srd_conn.serial): a read key names one */
+static atomic64_t srd_conn_serial = ATOMIC64_INIT(0);
+
 /* Drop @c from its peer's table and free it (srd_msg_mutex held). */
 static void srd_conn_free(struct srd_peer *peer, struct srd_conn *c)
 {
+	/* the far host may read our windows of it no more (step 24) */
+	srd_keys_conn_gone(peer, c->gen, c->lid);
 	xa_erase(&peer->conns, c->lid);
 	if (c->proxy && c->proxy->xprt == c)
 		c->proxy->xprt = NULL;
@@ -105,6 +110,7 @@ static void srd_rx_conn_req(struct srd_peer *peer, u64 gen,
 	c = kzalloc(sizeof(*c), GFP_KERNEL_ACCOUNT);
 	if (!c)
 		goto refuse;
+	c->serial = atomic64_inc_return(&srd_conn_serial);
 	p = scif_ep_alloc(scif_remote_node(peer->id));
 	if (IS_ERR(p)) {
 		kfree(c);
@@ -257,6 +263,13 @@ void srd_msg_recv(struct srd_peer *peer, u64 gen,
 		goto out;
 	}
 	c = dst ? xa_load(&peer->conns, dst) : NULL;
+	if (h->type >= SRD_F_RKEY) {
+		/* read keys, steps 23-24 */
+		srd_key_rx(peer, gen,
+			   c && c->gen == gen && c->rid == src &&
+			   c->state == SRDC_LIVE ? c : NULL, h, payload);
+		goto out;
+	}
 	if (h->type == SRD_F_RMA_REQ) {
 		/* every request is answered (step 20) */
 		srd_rma_rx_req(peer, gen,
@@ -376,6 +389,7 @@ static int srd_op_conn_request(struct scif_endpt *ep, u16 dst_node,
 	c = kzalloc(sizeof(*c), GFP_KERNEL_ACCOUNT);
 	if (!c)
 		return -ENOMEM;
+	c->serial = atomic64_inc_return(&srd_conn_serial);
 	p = scif_ep_alloc(scif_remote_node(dst_node));
 	if (IS_ERR(p)) {
 		kfree(c);
@@ -597,4 +611,5 @@ const struct scif_transport_ops srd_ops = {
 	.rma = srd_rma,
 	.signal = srd_signal,
 	.fence = srd_fence,
+	.windows_gone = srd_windows_gone,
 };

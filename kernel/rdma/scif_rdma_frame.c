@@ -254,6 +254,9 @@ static const char *srd_hdr_check(struct srd_ka *ka, const struct srd_hdr *h,
 	} else if (h->type == SRD_F_RMA_DONE) {
 		if (len > SCIF_RDMA_RMA_INLINE)
 			return "bad RMA_DONE length";
+	} else if (h->type == SRD_F_RKEY) {
+		if (len != sizeof(struct srd_rma_wire))
+			return "bad RKEY length";
 	} else if (len && h->type != SRD_F_DATA) {
 		return "payload on a control frame";
 	}

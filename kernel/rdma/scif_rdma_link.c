@@ -754,6 +754,19 @@ static ssize_t rma_inline_served_show(struct kobject *kobj,
 	return sysfs_emit(buf, "%d\n", atomic_read(&srd_rma_inline_served));
 }
 
+/* direct reads (steps 23-25): done here, read keys of ours live */
+static ssize_t rma_direct_reads_show(struct kobject *kobj,
+				     struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%d\n", atomic_read(&srd_rma_direct_reads));
+}
+
+static ssize_t rma_keys_show(struct kobject *kobj,
+			     struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%d\n", atomic_read(&srd_keys_live));
+}
+
 static ssize_t rma_inline_max_show(struct kobject *kobj,
 				   struct kobj_attribute *attr, char *buf)
 {
@@ -776,6 +789,9 @@ static struct kobj_attribute srd_inl_served_attr =
 	__ATTR_RO_MODE(rma_inline_served, 0400);
 static struct kobj_attribute srd_inl_max_attr =
 	__ATTR_RO_MODE(rma_inline_max, 0400);
+static struct kobj_attribute srd_direct_attr =
+	__ATTR_RO_MODE(rma_direct_reads, 0400);
+static struct kobj_attribute srd_keys_attr = __ATTR_RO_MODE(rma_keys, 0400);
 
 static struct attribute *srd_attrs[] = {
 	&srd_bad_attr.attr,
@@ -783,6 +799,8 @@ static struct attribute *srd_attrs[] = {
 	&srd_inl_sent_attr.attr,
 	&srd_inl_served_attr.attr,
 	&srd_inl_max_attr.attr,
+	&srd_direct_attr.attr,
+	&srd_keys_attr.attr,
 	&srd_self_attr.attr,
 	&srd_nodes_attr.attr,
 	&srd_rejected_attr.attr,

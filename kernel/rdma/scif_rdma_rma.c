@@ -30,27 +30,6 @@ atomic_t srd_rma_inline_served = ATOMIC_INIT(0);
 static_assert(SRD_RMA_PIPE >= 1 && SRD_RMA_PIPE <= SCIF_RDMA_RMA_REQS);
 
 /*
- * Work requests of one RMA step on the link's send queue: pending counts
- * those posted and not completed (peer->lock); status is the first
- * completion error.
- */
-struct srd_rwr {
-	struct ib_cqe cqe;
-	struct srd_ka *ka;
-	unsigned int pending;
-	int status;
-};
-
-/* Local pages DMA-mapped and described by a fast-registration MR. */
-struct srd_map {
-	struct sg_table sgt;
-	int nents;
-	bool sgt_alloc;
-	enum dma_data_direction dir;
-	struct ib_mr *mr;
-};
-
-/*
  * One request of ours waiting for its RMA_DONE (in ka->rma_reqs), with
  * the local pages it exposes.
  */
@@ -87,8 +66,8 @@ struct srd_job {
 };
 
 /* Copy @len bytes of @buf to @pages from byte @off of pages[0]. */
-static void srd_to_pages(struct page **pages, unsigned int off,
-			 const u8 *buf, u32 len)
+void srd_to_pages(struct page **pages, unsigned int off, const u8 *buf,
+		  u32 len)
 {
 	u32 n;
 
@@ -126,6 +105,9 @@ void srd_rma_ka_init(struct srd_ka *ka, struct ib_pd *pd)
 	atomic_set(&ka->rma_jobs, 0);
 	atomic_set(&ka->rma_nreq, 0);
 	xa_init_flags(&ka->rma_reqs, XA_FLAGS_ALLOC1);
+	xa_init(&ka->keys_in);
+	ka->nkeys_in = 0;
+	ka->xkeys = 0;
 }
 
 /*
@@ -140,11 +122,13 @@ void srd_rma_link_dead(struct srd_ka *ka)
 		return;
 	WRITE_ONCE(ka->dead, true);
 	wake_up_all(&ka->rma_wq);
+	srd_keys_link_dead(ka);
 	wait_event(ka->rma_wq, !atomic_read(&ka->rma_users));
+	srd_keys_in_free(ka);
 }
 
 /* Take an rma_users reference on @peer's link of generation @gen. */
-static struct srd_ka *srd_rma_use(struct srd_peer *peer, u64 gen)
+struct srd_ka *srd_rma_use(struct srd_peer *peer, u64 gen)
 {
 	struct srd_ka *ka;
 
@@ -159,7 +143,7 @@ static struct srd_ka *srd_rma_use(struct srd_peer *peer, u64 gen)
 	return ka;
 }
 
-static void srd_rma_unuse(struct srd_ka *ka)
+void srd_rma_unuse(struct srd_ka *ka)
 {
 	if (atomic_dec_and_test(&ka->rma_users))
 		wake_up_all(&ka->rma_wq);
@@ -195,7 +179,7 @@ static bool srd_rwr_idle(struct srd_rwr *r)
  * the send queue (SCIF_RDMA_RMA_SQ; frames have their own SCIF_RDMA_SQ),
  * waiting for room.  -ECONNRESET if the link is gone.
  */
-static int srd_rwr_post(struct srd_rwr *r, struct ib_send_wr *wr)
+int srd_rwr_post(struct srd_rwr *r, struct ib_send_wr *wr)
 {
 	struct srd_ka *ka = r->ka;
 	struct srd_peer *peer = ka->peer;
@@ -239,7 +223,7 @@ static int srd_rwr_post(struct srd_rwr *r, struct ib_send_wr *wr)
  * RC acknowledgements, hence our completions, come in order), and then
  * ending the link is what flushes the WRs (step 22).
  */
-static void srd_rwr_wait(struct srd_rwr *r)
+void srd_rwr_wait(struct srd_rwr *r)
 {
 	struct srd_ka *ka = r->ka;
 	struct srd_peer *peer = ka->peer;
@@ -257,7 +241,7 @@ static void srd_rwr_wait(struct srd_rwr *r)
 	wait_event(ka->rma_wq, srd_rwr_idle(r));
 }
 
-static void srd_unmap(struct srd_ka *ka, struct srd_map *m)
+void srd_unmap(struct srd_ka *ka, struct srd_map *m)
 {
 	if (m->mr)
 		ib_dereg_mr(m->mr);	/* invalidates it */
@@ -271,9 +255,9 @@ static void srd_unmap(struct srd_ka *ka, struct srd_map *m)
  * DMA-map @len bytes of @pages from byte @off of pages[0] and describe
  * them by a new MR of @ka's PD (not registered yet).
  */
-static int srd_map(struct srd_ka *ka, struct srd_map *m, struct page **pages,
-		   unsigned int off, u32 len, unsigned int maxpg,
-		   enum dma_data_direction dir)
+int srd_map(struct srd_ka *ka, struct srd_map *m, struct page **pages,
+	    unsigned int off, u32 len, unsigned int maxpg,
+	    enum dma_data_direction dir)
 {
 	unsigned int npages = DIV_ROUND_UP(off + len, PAGE_SIZE);
 	unsigned int devmax = ka->dev->attrs.max_fast_reg_page_list_len;
@@ -309,7 +293,7 @@ static int srd_map(struct srd_ka *ka, struct srd_map *m, struct page **pages,
 }
 
 /* Register @m's MR with @access (a REG_MR WR) and wait for it. */
-static int srd_reg(struct srd_ka *ka, struct srd_map *m, int access)
+int srd_reg(struct srd_ka *ka, struct srd_map *m, int access)
 {
 	struct srd_rwr r = { .ka = ka };
 	struct ib_reg_wr wr = {
@@ -434,6 +418,10 @@ static void srd_job_fn(struct work_struct *work)
 		scif_remote_rma_put(h);
 		if (!ret)
 			atomic_inc(&srd_rma_inline_served);
+		/* its next small reads there may go direct (step 23) */
+		if (!ret && rd)
+			srd_key_expose(j->peer, ka, j->gen, j->lid, j->rid, j->ep,
+				       j->roff, j->len);
 		goto answer;
 	}
 	/* initiator reads: we RDMA WRITE from our pages; writes: RDMA READ */
@@ -753,7 +741,7 @@ static int srd_req_wait(struct srd_ka *ka, struct srd_req *req,
  * rma_users reference on the link; NULL if there is none.
  */
 static struct srd_ka *srd_rma_conn(struct scif_endpt *p, u64 *gen, u32 *lid,
-				   u32 *rid)
+				   u32 *rid, u64 *serial)
 {
 	struct srd_peer *peer;
 	struct srd_conn *c;
@@ -768,6 +756,7 @@ static struct srd_ka *srd_rma_conn(struct scif_endpt *p, u64 *gen, u32 *lid,
 	*lid = c->lid;
 	*rid = c->rid;
 	*gen = c->gen;
+	*serial = c->serial;
 	mutex_unlock(&srd_msg_mutex);
 	return srd_rma_use(peer, *gen);
 }
@@ -783,10 +772,10 @@ static int srd_req_one(struct scif_endpt *p, int op, u64 roff, u64 off,
 	struct srd_req req;
 	struct srd_ka *ka;
 	u32 lid, rid;
-	u64 gen;
+	u64 gen, serial;
 	int ret;
 
-	ka = srd_rma_conn(p, &gen, &lid, &rid);
+	ka = srd_rma_conn(p, &gen, &lid, &rid, &serial);
 	if (!ka)
 		return -ECONNRESET;
 	if (wait_event_killable(ka->rma_wq, srd_req_tryslot(ka) ||
@@ -856,11 +845,20 @@ int srd_rma(struct scif_endpt *ep, struct scif_endpt *p, int op, u64 roff,
 	struct srd_ka *ka;
 	size_t done = 0;	/* bytes in the requests started */
 	u32 lid, rid;
-	u64 gen;
+	u64 gen, serial;
 
-	ka = srd_rma_conn(p, &gen, &lid, &rid);
+	ka = srd_rma_conn(p, &gen, &lid, &rid, &serial);
 	if (!ka)
 		return -ECONNRESET;
+	if (inl && op == SCIF_XPRT_RMA_READ) {
+		/* one RDMA READ if a read key covers it (step 25) */
+		ret = srd_direct_read(ka, gen, serial, roff, pages, first_off,
+				      len);
+		if (ret != -ENOENT) {
+			srd_rma_unuse(ka);
+			return ret;
+		}
+	}
 	while (tail != head || (done < len && !err && !serr)) {
 		size_t pos = first_off + done;
 		unsigned int off = pos & ~PAGE_MASK;

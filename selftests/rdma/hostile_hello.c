@@ -84,7 +84,7 @@
 
 /* the HELLO of kernel/rdma/scif_rdma.c (docs/transport.md), big-endian */
 #define HELLO_MAGIC 0x53434946U
-#define HELLO_VERSION 3
+#define HELLO_VERSION 4
 #define HELLO_REQ 1
 #define HELLO_ACC 2
 #define HELLO_LEN 12
@@ -104,7 +104,10 @@ enum {
     F_CREDIT = 7,
     F_CLOSE = 8,
     F_RMA_REQ = 9,
-    F_RMA_DONE = 10
+    F_RMA_DONE = 10,
+    F_RKEY, /* read keys, protocol version 4 */
+    F_REVOKE,
+    F_REVOKE_ACK
 };
 /* struct srd_rma_wire: roff, iova (64 bits), rkey, len (32 bits) */
 #define RMA_WIRE 24
@@ -584,7 +587,7 @@ static int rma_conn_open(struct rdma_cm_id *id, uint32_t src, unsigned int from,
  * at once on the live connection, more than an honest peer has
  * outstanding ("rma flood answered N enxio A ebusy B"); then an RMA_REQ
  * one byte short and an RMA_DONE for a request never made, neither
- * answered ("rma unanswered sent 2").
+ * answered, and four malformed read-key frames ("rma unanswered sent 8").
  */
 static void rma_frames(struct rdma_cm_id *id, unsigned int port, int badkey) {
     static uint8_t buf[RMA_FLOOD][FRAME_HDR + RMA_WIRE], big[8192];
@@ -671,6 +674,25 @@ static void rma_frames(struct rdma_cm_id *id, unsigned int port, int badkey) {
     frame_hdr(big, F_RMA_DONE, 0, 12345, RMA_INLINE + 1);
     put32(big + 20, 77779);
     sent += !send_frame(id, bmr, big, FRAME_HDR + RMA_INLINE + 1);
+    /*
+     * Read keys (version 4): an RKEY one byte short, one of id 0 on the
+     * live connection, a REVOKE naming a connection, a REVOKE_ACK for
+     * no revocation.
+     */
+    n = rma_req(big, conn, 0, 0, 0, 4096);
+    frame_hdr(big, F_RKEY, 0, conn, RMA_WIRE - 1);
+    put32(big + 20, 5);
+    sent += !send_frame(id, bmr, big, n - 1);
+    frame_hdr(big, F_RKEY, 0, conn, RMA_WIRE);
+    put32(big + 20, 0);
+    sent += !send_frame(id, bmr, big, n);
+    frame_hdr(buf[0], F_REVOKE, 0, conn, 0);
+    put32(buf[0] + 20, 6);
+    sent += !send_frame(id, mr, buf[0], FRAME_HDR);
+    frame_hdr(buf[0], F_REVOKE_ACK, 0, 0, 0);
+    put32(buf[0] + 12, 0); /* link-level: no connection ids */
+    put32(buf[0] + 20, 7);
+    sent += !send_frame(id, mr, buf[0], FRAME_HDR);
     /* a PING, so that both were taken before we go */
     frame_hdr(buf[0], F_PING, 0, 0, 0);
     if (send_frame(id, mr, buf[0], FRAME_HDR))

@@ -162,6 +162,26 @@ static size_t inl_max(const struct peer_ctx *c) {
     return v > 8 && v < (1 << 20) ? (size_t)v : 0;
 }
 
+/*
+ * scif_rdma's direct_reads parameter (read keys for the peer host, on by
+ * default): set to @on; the previous value (0 or 1), or -1.
+ */
+#define DIRECT_PARAM "/sys/module/scif_rdma/parameters/direct_reads"
+static int direct_reads_set(int on) {
+    char was = 0;
+    FILE *f = fopen(DIRECT_PARAM, "r+");
+
+    if (!f)
+        return -1;
+    if (fread(&was, 1, 1, f) != 1 || fseek(f, 0, SEEK_SET) || fputs(on ? "Y" : "N", f) < 0) {
+        fclose(f);
+        return -1;
+    }
+    if (fclose(f))
+        return -1;
+    return was == 'Y';
+}
+
 /* The size of size index @s for inline maximum @n. */
 static size_t inl_size(int s, size_t n) {
     static const long long base[INL_NSIZES] = {1, 8, 100, -1, 0, 1};
@@ -273,10 +293,15 @@ static int srv_inline(struct peer_ctx *c) {
     long long served0 = c->remote ? inl_counter("rma_inline_served") : 0, served;
     size_t n = inl_max(c), r = INL_R(INL_SIG_SLOT), l = INL_L(INL_SIG_SLOT, 3), j;
     volatile uint64_t *w;
-    int epd;
+    int epd, direct = 0;
 
     CHECK(buf, "alloc");
     CHECK(n && served0 >= 0, "no " INL_SYSFS "rma_inline_max or rma_inline_served");
+    /* every small read inline, none by a read key (the direct behaviour) */
+    if (c->remote) {
+        direct = direct_reads_set(0);
+        CHECK(direct >= 0, "cannot set " DIRECT_PARAM ": %s", strerror(errno));
+    }
     epd = srv_accept(c, 0);
     CHECK(epd >= 0, "accept");
     CHECK(srv_windows(epd, buf, 0) == 0);
@@ -297,10 +322,66 @@ static int srv_inline(struct peer_ctx *c) {
     CHECK_OK(scif_close(epd));
     free(buf);
     if (c->remote) {
+        CHECK(direct_reads_set(direct) >= 0, "restore " DIRECT_PARAM);
         served = inl_counter("rma_inline_served");
         CHECK(served - served0 == INL_COUNT, "rma_inline_served %lld -> %lld, expected +%d",
               served0, served, INL_COUNT);
     }
+    return KSFT_PASS;
+}
+
+/*
+ * The direct read behaviour (scif_rdma: once the owner served a small
+ * read of a window, it gives the reader a read key for that chunk, and
+ * the reader's later small reads there are one RDMA READ each).  The
+ * client reads small ranges at DR_AT (first window) and DR_RO (the
+ * read-only second one), twice each place; the server then rewrites
+ * DR_NEW bytes at DR_AT, which the client must read as they are now;
+ * then the server unregisters, and every read there must be ENXIO (a key
+ * kept after the unregistration would read the old pages).  Across hosts
+ * the client's rma_direct_reads grows by exactly the reads after the
+ * first of each place (DR_DIRECT), and the server's rma_keys is 0 as soon
+ * as scif_unregister() returned.
+ */
+#define DR_AT ((size_t)(2 << 20) + 4093)
+#define DR_RO ((size_t)HALF + 5000)
+#define DR_NEW 64
+#define DR_DIRECT 7
+
+static uint8_t dr_new(size_t j) {
+    return (uint8_t)~srv_pat(j);
+}
+
+static int srv_direct(struct peer_ctx *c) {
+    uint8_t *buf = srv_buf();
+    int64_t off = WIN_OFF;
+    long long keys;
+    int epd, v;
+    size_t j;
+
+    CHECK(buf, "alloc");
+    epd = srv_accept(c, 0);
+    CHECK(epd >= 0, "accept");
+    CHECK(srv_windows(epd, buf, 1) == 0);
+    CHECK(send_all(epd, &off, sizeof(off)) == 0, "send offset");
+    CHECK(peer_hear(c, &v) == 0); /* the client read each place twice */
+    if (c->remote) {
+        keys = inl_counter("rma_keys");
+        CHECK(keys >= 2, "rma_keys %lld after reads of two windows, expected 2 or more", keys);
+    }
+    for (j = DR_AT; j < DR_AT + DR_NEW; j++)
+        buf[j] = dr_new(j);
+    CHECK(peer_tell(c, 1) == 0);
+    CHECK(peer_hear(c, &v) == 0); /* it read the new bytes */
+    CHECK_OK(scif_unregister(epd, WIN_OFF, 2 * HALF));
+    if (c->remote) {
+        keys = inl_counter("rma_keys");
+        CHECK(keys == 0, "rma_keys %lld once scif_unregister() returned, expected 0", keys);
+    }
+    CHECK(peer_tell(c, 2) == 0);
+    CHECK(peer_hear(c, &v) == 0); /* its reads failed */
+    CHECK_OK(scif_close(epd));
+    free(buf);
     return KSFT_PASS;
 }
 
@@ -678,6 +759,71 @@ static int inline_cli(struct peer_ctx *c) {
     CHECK(recv_all(epd, &ack, 1) == 0, "the server's ack");
     CHECK_OK(scif_close(epd));
     free(win);
+    free(u);
+    return KSFT_PASS;
+}
+
+/* Client: @len bytes at server offset @at by call @how (0 vreadfrom, 1 readfrom). */
+static int dr_read(int epd, off_t roff, uint8_t *u, uint8_t *lw, size_t at, size_t len, int how,
+                   uint8_t (*pat)(size_t)) {
+    uint8_t *dst = how ? lw + 4095 : u + 4090;
+    size_t j;
+
+    memset(dst, 0xee, len);
+    if (how)
+        CHECK_OK(scif_readfrom(epd, 4095, len, roff + (off_t)at, SCIF_RMA_SYNC));
+    else
+        CHECK_OK(scif_vreadfrom(epd, dst, len, roff + (off_t)at, SCIF_RMA_SYNC));
+    for (j = 0; j < len; j++)
+        CHECK(dst[j] == pat(at + j), "%s of %zu B at %zu: byte %zu is %#x, expected %#x",
+              how ? "readfrom" : "vreadfrom", len, at, j, dst[j], pat(at + j));
+    return KSFT_PASS;
+}
+
+static int direct_cli(struct peer_ctx *c) {
+    static const size_t lens[] = {8, 8, 100, 4096};
+    long long d0 = 0, d1 = 0;
+    size_t n = inl_max(c), i;
+    uint8_t *u = malloc(3 * 4096 + 8192), *lw;
+    off_t roff;
+    int epd, v;
+
+    CHECK(u, "alloc");
+    CHECK(n > 4096, "no " INL_SYSFS "rma_inline_max");
+    if (c->remote) {
+        d0 = inl_counter("rma_direct_reads");
+        CHECK(d0 >= 0, "no " INL_SYSFS "rma_direct_reads");
+    }
+    epd = cli_setup(c, &roff);
+    CHECK(epd >= 0, "connect");
+    CHECK(local_window(epd, 0, 65536, &lw) == 0, "local window");
+    /* the first read of each place is inline; the owner's key follows */
+    for (i = 0; i < 4; i++)
+        CHECK(dr_read(epd, roff, u, lw, DR_AT, lens[i], i & 1, srv_pat) == KSFT_PASS);
+    CHECK(dr_read(epd, roff, u, lw, DR_AT, n, 0, srv_pat) == KSFT_PASS);
+    CHECK(dr_read(epd, roff, u, lw, DR_RO, 8, 0, srv_pat) == KSFT_PASS);
+    CHECK(dr_read(epd, roff, u, lw, DR_RO + 1000, 100, 1, srv_pat) == KSFT_PASS);
+    CHECK(dr_read(epd, roff, u, lw, DR_RO, 8, 0, srv_pat) == KSFT_PASS);
+    CHECK(peer_tell(c, 1) == 0);
+    CHECK(peer_hear(c, &v) == 0); /* the server rewrote DR_NEW bytes */
+    CHECK(dr_read(epd, roff, u, lw, DR_AT, DR_NEW, 0, dr_new) == KSFT_PASS);
+    if (c->remote) {
+        d1 = inl_counter("rma_direct_reads");
+        CHECK(d1 - d0 == DR_DIRECT, "rma_direct_reads %lld -> %lld, expected +%d", d0, d1,
+              DR_DIRECT);
+    }
+    CHECK(peer_tell(c, 1) == 0);
+    CHECK(peer_hear(c, &v) == 0); /* unregistered */
+    CHECK_ERR(scif_vreadfrom(epd, u, 8, roff + DR_AT, SCIF_RMA_SYNC), ENXIO);
+    CHECK_ERR(scif_readfrom(epd, 0, 100, roff + DR_AT, SCIF_RMA_SYNC), ENXIO);
+    CHECK_ERR(scif_vreadfrom(epd, u, 8, roff + DR_RO, SCIF_RMA_SYNC), ENXIO);
+    if (c->remote) {
+        CHECK(inl_counter("rma_direct_reads") == d1, "a direct read after the unregistration");
+    }
+    CHECK_OK(scif_unregister(epd, 0, 65536));
+    CHECK(peer_tell(c, 1) == 0);
+    CHECK_OK(scif_close(epd));
+    free(lw);
     free(u);
     return KSFT_PASS;
 }
@@ -1167,6 +1313,8 @@ static const struct peer_test tests[] = {
     {"peer rma: vwriteto 1 B .. 16 MiB unaligned, data checked", srv_plain, vwriteto_cli, 900, 0},
     {"peer rma: 1, 8, 100, N-1, N, N+1 B of the four calls; across hosts counted inline",
      srv_inline, inline_cli, 600, 0},
+    {"peer rma: small reads by read key after the first, live data, ENXIO once unregistered",
+     srv_direct, direct_cli, 300, 0},
     {"peer rma: fence mark/wait over asynchronous transfers", srv_plain, fence_mark_cli, 300, 0},
     {"peer rma: local and remote fence signals after the data", srv_signal, fence_signal_cli, 300,
      0},

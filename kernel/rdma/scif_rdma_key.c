@@ -1,0 +1,530 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * scif_rdma: direct reads (scif_rdma.h steps 23-25, docs/transport.md
+ * "Direct reads").
+ *
+ * A small read across hosts is otherwise two SENDs in a row (RMA_REQ,
+ * then RMA_DONE with the data).  Here the host owning a window, once it
+ * served a small read of it, gives the reader a read key: one chunk of
+ * the window (at most ka->rma_pages pages, aligned in the window),
+ * registered for remote read only.  The reader's later small reads inside
+ * that chunk are one RDMA READ, answered by the owner's device, as
+ * ib_read_lat's are.  The owner revokes a key before the window's
+ * unregistration (or its endpoint's close) returns: REVOKE, the reader
+ * answers once its reads with that key completed, and only then is the
+ * MR invalidated and the window let go.  A reader that does not answer
+ * within SRD_KEY_REVOKE_WAIT loses the key anyway (its next read with it
+ * then fails with a remote access error, which resets the link).
+ *
+ * Owner side: struct srd_xkey, on srd_xkeys under srd_key_mutex.
+ * Reader side: struct srd_rkey, in ka->keys_in under its xa_lock.
+ * Order: srd_msg_mutex, srd_key_mutex, a peer's mutex, xa_lock.
+ */
+
+#include <linux/dma-mapping.h>
+
+#include "scif_rdma.h"
+
+/* how long an owner waits for a reader's REVOKE_ACK, most */
+#define SRD_KEY_REVOKE_WAIT	(5 * HZ)
+/* read keys per link in each direction, most */
+#define SRD_KEYS_MAX		256
+
+bool srd_direct_reads = true;
+module_param_named(direct_reads, srd_direct_reads, bool, 0644);
+MODULE_PARM_DESC(direct_reads,
+		 "give peer hosts read keys for direct small reads (default on)");
+
+/* reads this host did directly, read keys of ours live (sysfs) */
+atomic_t srd_rma_direct_reads = ATOMIC_INIT(0);
+atomic_t srd_keys_live = ATOMIC_INIT(0);
+
+/* A read key of ours: one chunk of a window, readable by the peer host. */
+struct srd_xkey {
+	struct list_head link;		/* srd_xkeys */
+	struct srd_peer *peer;
+	struct srd_ka *ka;		/* an rma_users reference */
+	u64 gen;
+	u32 id;				/* unique among the link's */
+	u32 lid;			/* the connection: our id */
+	struct scif_remote_win rw;	/* the window, counted */
+	unsigned long first;		/* the chunk's first page in it */
+	struct srd_map m;		/* its pages, registered */
+	bool revoking;			/* REVOKE sent (or not sendable) */
+	unsigned long deadline;		/* of the revocation */
+};
+
+/* A read key the peer gave us (ka->keys_in). */
+struct srd_rkey {
+	u32 id;
+	u64 serial;			/* the connection it is for */
+	u64 roff, len;			/* in the far registered space */
+	u64 iova;
+	u32 rkey;
+	unsigned int users;		/* reads in flight with it */
+	bool revoked;			/* out of keys_in: last user frees */
+};
+
+static DEFINE_MUTEX(srd_key_mutex);
+static LIST_HEAD(srd_xkeys);
+static DECLARE_WAIT_QUEUE_HEAD(srd_key_wq);
+/* revocations answered or links dead: srd_windows_gone() looks again */
+static atomic_t srd_key_events = ATOMIC_INIT(0);
+
+/* Send a frame of @type with @id in arg and no payload: 0 or -errno. */
+static int srd_key_send(struct srd_peer *peer, u64 gen, int type, u32 rid,
+			u32 lid, u32 id, const struct srd_rma_wire *w)
+{
+	struct srd_tx *tx = srd_tx_alloc(type, rid, lid, w ? sizeof(*w) : 0);
+	struct srd_hdr *h;
+
+	if (!tx)
+		return -ENOMEM;
+	h = (struct srd_hdr *)tx->buf;
+	h->arg = cpu_to_be32(id);
+	if (w)
+		memcpy(h + 1, w, sizeof(*w));
+	return srd_xmit(peer, gen, tx);
+}
+
+static void srd_xkey_free(struct srd_xkey *x)
+{
+	srd_unmap(x->ka, &x->m);	/* ib_dereg_mr() invalidates the key */
+	scif_remote_window_put(&x->rw);
+	srd_rma_unuse(x->ka);
+	atomic_dec(&srd_keys_live);
+	kfree(x);
+}
+
+/* ---- owner (step 23) ---- */
+
+/*
+ * After serving a small read of [@off, @off + @len) for connection @lid
+ * (the peer's @rid) of endpoint @ep: give the peer a read key for the
+ * chunk of the window holding it, unless it has one, the window is not
+ * readable, the read straddles chunks or the link has SRD_KEYS_MAX.  The
+ * RKEY goes before the read's RMA_DONE, so the reader has it for its next
+ * read.  Best effort: any failure leaves the reader on the other path.
+ */
+void srd_key_expose(struct srd_peer *peer, struct srd_ka *ka, u64 gen,
+		    u32 lid, u32 rid, struct scif_endpt *ep, u64 off, u32 len)
+{
+	struct srd_rma_wire w;
+	struct srd_xkey *x, *y;
+	struct srd_conn *c;
+	unsigned long page, npages;
+	u64 start;
+	bool dup = false;
+
+	if (!READ_ONCE(srd_direct_reads) || !ka->rma_pages)
+		return;
+	x = kzalloc(sizeof(*x), GFP_KERNEL_ACCOUNT);
+	if (!x)
+		return;
+	if (scif_remote_window_get(ep, off, &x->rw)) {
+		kfree(x);
+		return;
+	}
+	page = (off - x->rw.offset) >> PAGE_SHIFT;
+	x->first = page - page % ka->rma_pages;
+	npages = min_t(unsigned long, ka->rma_pages,
+		       x->rw.npages - x->first);
+	start = x->rw.offset + ((u64)x->first << PAGE_SHIFT);
+	if (off + len > start + (npages << PAGE_SHIFT))
+		goto put;	/* straddles chunks or windows */
+	mutex_lock(&srd_key_mutex);
+	list_for_each_entry(y, &srd_xkeys, link)
+		if (y->ka == ka && y->lid == lid && y->rw.win == x->rw.win &&
+		    y->first == x->first && !y->revoking)
+			dup = true;
+	mutex_unlock(&srd_key_mutex);
+	if (dup || READ_ONCE(ka->xkeys) >= SRD_KEYS_MAX)
+		goto put;
+	/* mapped and registered outside the mutex: it waits for the CQ */
+	if (srd_map(ka, &x->m, x->rw.pages + x->first, 0,
+		    npages << PAGE_SHIFT, ka->rma_pages, DMA_TO_DEVICE) ||
+	    srd_reg(ka, &x->m, IB_ACCESS_REMOTE_READ))
+		goto unmap;
+	/* the connection still live: its end revokes (srd_conn_free()) */
+	mutex_lock(&srd_msg_mutex);
+	c = xa_load(&peer->conns, lid);
+	if (!c || c->gen != gen || c->state != SRDC_LIVE) {
+		mutex_unlock(&srd_msg_mutex);
+		goto unmap;
+	}
+	mutex_lock(&srd_key_mutex);
+	/*
+	 * Unregistered meanwhile: srd_windows_gone() ran or runs after we
+	 * drop the mutex and must not miss it, nor must we give it out.
+	 */
+	if (scif_remote_window_gone(&x->rw) || ka->xkeys >= SRD_KEYS_MAX ||
+	    READ_ONCE(ka->dead)) {
+		mutex_unlock(&srd_key_mutex);
+		mutex_unlock(&srd_msg_mutex);
+		goto unmap;
+	}
+	x->peer = peer;
+	x->ka = ka;
+	x->gen = gen;
+	x->lid = lid;
+	if (!++ka->xkey_next)
+		++ka->xkey_next;
+	x->id = ka->xkey_next;
+	atomic_inc(&ka->rma_users);
+	atomic_inc(&srd_keys_live);
+	ka->xkeys++;
+	list_add_tail(&x->link, &srd_xkeys);
+	w.roff = cpu_to_be64(start);
+	w.iova = cpu_to_be64(x->m.mr->iova);
+	w.rkey = cpu_to_be32(x->m.mr->rkey);
+	w.len = cpu_to_be32(npages << PAGE_SHIFT);
+	/* not sent (link gone): srd_keys_link_dead() frees it */
+	srd_key_send(peer, gen, SRD_F_RKEY, rid, lid, x->id, &w);
+	mutex_unlock(&srd_key_mutex);
+	mutex_unlock(&srd_msg_mutex);
+	return;
+unmap:
+	srd_unmap(ka, &x->m);
+put:
+	scif_remote_window_put(&x->rw);
+	kfree(x);
+}
+
+/*
+ * Revoke the read keys on srd_xkeys that @match (step 24): REVOKE sent,
+ * the reader's REVOKE_ACK frees them (srd_key_rx_ack()); one that cannot
+ * be sent (the link is gone) is due at once.  srd_key_mutex held.
+ */
+static void srd_keys_revoke(bool (*match)(struct srd_xkey *x, void *arg),
+			    void *arg)
+{
+	struct srd_xkey *x;
+
+	list_for_each_entry(x, &srd_xkeys, link) {
+		if (x->revoking || !match(x, arg))
+			continue;
+		x->revoking = true;
+		x->deadline = jiffies + SRD_KEY_REVOKE_WAIT;
+		if (srd_key_send(x->peer, x->gen, SRD_F_REVOKE, 0, 0, x->id,
+				 NULL))
+			x->deadline = jiffies;
+	}
+}
+
+static bool srd_xkey_window_gone(struct srd_xkey *x, void *arg)
+{
+	return scif_remote_window_gone(&x->rw);
+}
+
+/*
+ * The transport's windows_gone operation (step 24): revoke every read key
+ * of a window no longer registered, then wait until no revocation is
+ * left: each answered (freed by srd_key_rx_ack()), its link dead (freed
+ * by srd_keys_link_dead()) or SRD_KEY_REVOKE_WAIT passed (freed here:
+ * invalidated, unmapped, the window let go).  So when the unregistration
+ * returns, the far host can read none of its pages.
+ */
+void srd_windows_gone(void)
+{
+	struct srd_xkey *x, *n;
+	bool left;
+	int seen;
+
+	mutex_lock(&srd_key_mutex);
+	srd_keys_revoke(srd_xkey_window_gone, NULL);
+	mutex_unlock(&srd_key_mutex);
+	do {
+		LIST_HEAD(done);
+
+		seen = atomic_read(&srd_key_events);
+		left = false;
+		mutex_lock(&srd_key_mutex);
+		list_for_each_entry_safe(x, n, &srd_xkeys, link) {
+			if (!x->revoking)
+				continue;
+			if (time_after_eq(jiffies, x->deadline)) {
+				x->ka->xkeys--;
+				list_move(&x->link, &done);
+			} else {
+				left = true;
+			}
+		}
+		mutex_unlock(&srd_key_mutex);
+		list_for_each_entry_safe(x, n, &done, link)
+			srd_xkey_free(x);
+		if (left)
+			wait_event_timeout(srd_key_wq,
+					   atomic_read(&srd_key_events) != seen,
+					   HZ / 10);
+	} while (left);
+}
+
+struct srd_conn_key {
+	struct srd_peer *peer;
+	u64 gen;
+	u32 lid;
+};
+
+static bool srd_xkey_of_conn(struct srd_xkey *x, void *arg)
+{
+	struct srd_conn_key *ck = arg;
+
+	return x->peer == ck->peer && x->gen == ck->gen && x->lid == ck->lid;
+}
+
+/*
+ * Connection @lid of @peer's link @gen ended (srd_msg_mutex held): revoke
+ * its read keys; their answers free them.
+ */
+void srd_keys_conn_gone(struct srd_peer *peer, u64 gen, u32 lid)
+{
+	struct srd_conn_key ck = { .peer = peer, .gen = gen, .lid = lid };
+
+	mutex_lock(&srd_key_mutex);
+	srd_keys_revoke(srd_xkey_of_conn, &ck);
+	mutex_unlock(&srd_key_mutex);
+}
+
+/*
+ * @ka's link is dead (QP and CQ gone, srd_rma_link_dead()): free its read
+ * keys of ours (waiters in srd_windows_gone() look again and find them
+ * gone).  They hold rma_users references: before the wait for those.
+ */
+void srd_keys_link_dead(struct srd_ka *ka)
+{
+	struct srd_xkey *x, *n;
+	LIST_HEAD(done);
+
+	mutex_lock(&srd_key_mutex);
+	list_for_each_entry_safe(x, n, &srd_xkeys, link)
+		if (x->ka == ka) {
+			ka->xkeys--;
+			list_move(&x->link, &done);
+		}
+	mutex_unlock(&srd_key_mutex);
+	atomic_inc(&srd_key_events);
+	wake_up_all(&srd_key_wq);
+	list_for_each_entry_safe(x, n, &done, link)
+		srd_xkey_free(x);
+}
+
+/*
+ * The peer's read keys of dead link @ka, once no reader is left (they
+ * hold rma_users, srd_rma_link_dead() waited for them).
+ */
+void srd_keys_in_free(struct srd_ka *ka)
+{
+	struct srd_rkey *k;
+	unsigned long i;
+
+	xa_for_each(&ka->keys_in, i, k)
+		kfree(k);
+	xa_destroy(&ka->keys_in);
+}
+
+/* REVOKE_ACK @id from @peer's link @gen: free that key (srd_msg_mutex). */
+static void srd_key_rx_ack(struct srd_peer *peer, u64 gen, u32 id)
+{
+	struct srd_xkey *x, *found = NULL;
+
+	mutex_lock(&srd_key_mutex);
+	list_for_each_entry(x, &srd_xkeys, link)
+		if (x->peer == peer && x->gen == gen && x->id == id &&
+		    x->revoking) {
+			found = x;
+			x->ka->xkeys--;
+			list_del(&x->link);
+			break;
+		}
+	mutex_unlock(&srd_key_mutex);
+	if (!found) {
+		srd_bad_frame(peer, "unexpected REVOKE_ACK",
+			      sizeof(struct srd_hdr));
+		return;
+	}
+	srd_xkey_free(found);
+	atomic_inc(&srd_key_events);
+	wake_up_all(&srd_key_wq);
+}
+
+/* ---- reader (steps 23-25) ---- */
+
+/*
+ * RKEY on connection @c (NULL if not live): a chunk of the far window
+ * space at roff, len bytes, readable at iova with rkey.  Checked, then
+ * kept for the connection's small reads; a connection that ended
+ * meanwhile is no error (the owner revokes it later).
+ */
+static void srd_key_rx_rkey(struct srd_peer *peer, u64 gen, struct srd_conn *c,
+			    u32 id, const struct srd_rma_wire *w)
+{
+	u64 roff = be64_to_cpu(w->roff), len = be32_to_cpu(w->len), end;
+	struct srd_rkey *k;
+	struct srd_ka *ka;
+	const char *why = NULL;
+
+	if (!id || !len || len > SCIF_RDMA_RMA_MAX ||
+	    check_add_overflow(roff, len, &end) || (s64)end < 0)
+		why = "bad RKEY";
+	if (why || !c)
+		goto out;
+	k = kzalloc(sizeof(*k), GFP_KERNEL_ACCOUNT);
+	if (!k)
+		return;	/* best effort: the reads go the other way */
+	k->id = id;
+	k->serial = c->serial;
+	k->roff = roff;
+	k->len = len;
+	k->iova = be64_to_cpu(w->iova);
+	k->rkey = be32_to_cpu(w->rkey);
+	mutex_lock(&peer->lock);
+	ka = peer->res.ka;
+	if (!ka || peer->gen != gen || READ_ONCE(ka->dead)) {
+		mutex_unlock(&peer->lock);
+		kfree(k);
+		return;
+	}
+	xa_lock(&ka->keys_in);
+	if (ka->nkeys_in >= SRD_KEYS_MAX)
+		why = "RKEY beyond the limit";
+	else if (__xa_insert(&ka->keys_in, id, k, GFP_ATOMIC))
+		why = "RKEY id in use";
+	else
+		ka->nkeys_in++;
+	xa_unlock(&ka->keys_in);
+	mutex_unlock(&peer->lock);
+	if (why)
+		kfree(k);
+out:
+	if (why)
+		srd_bad_frame(peer, why, sizeof(struct srd_hdr) + sizeof(*w));
+}
+
+/*
+ * REVOKE @id: the key leaves keys_in at once (no new read takes it); the
+ * answer goes now if no read of ours uses it, else from the last one
+ * (srd_key_unuse()).  An unknown id (a key we did not keep) is answered.
+ */
+static void srd_key_rx_revoke(struct srd_peer *peer, u64 gen, u32 id)
+{
+	struct srd_rkey *k = NULL;
+	struct srd_ka *ka;
+	bool answer = true;
+
+	mutex_lock(&peer->lock);
+	ka = peer->res.ka;
+	if (!ka || peer->gen != gen) {
+		mutex_unlock(&peer->lock);
+		return;
+	}
+	xa_lock(&ka->keys_in);
+	k = __xa_erase(&ka->keys_in, id);
+	if (k) {
+		ka->nkeys_in--;
+		k->revoked = true;
+		answer = !k->users;
+		if (answer)
+			kfree(k);
+	}
+	xa_unlock(&ka->keys_in);
+	mutex_unlock(&peer->lock);
+	if (answer)
+		srd_key_send(peer, gen, SRD_F_REVOKE_ACK, 0, 0, id, NULL);
+}
+
+/*
+ * RKEY, REVOKE, REVOKE_ACK from @peer (steps 23-24); @c the live
+ * connection an RKEY names, else NULL.  srd_msg_mutex held (CQ work).
+ */
+void srd_key_rx(struct srd_peer *peer, u64 gen, struct srd_conn *c,
+		const struct srd_hdr *h, const u8 *payload)
+{
+	u32 id = be32_to_cpu(h->arg);
+
+	if (h->type == SRD_F_RKEY)
+		srd_key_rx_rkey(peer, gen, c, id,
+				(const struct srd_rma_wire *)payload);
+	else if (h->dst || h->src || h->arg2)
+		srd_bad_frame(peer, "bad REVOKE", sizeof(*h));
+	else if (h->type == SRD_F_REVOKE)
+		srd_key_rx_revoke(peer, gen, id);
+	else
+		srd_key_rx_ack(peer, gen, id);
+}
+
+/* A read with key @k ended: the last one of a revoked key answers. */
+static void srd_key_unuse(struct srd_ka *ka, u64 gen, struct srd_rkey *k)
+{
+	u32 id = k->id;
+	bool last;
+
+	xa_lock(&ka->keys_in);
+	last = !--k->users && k->revoked;
+	xa_unlock(&ka->keys_in);
+	if (last) {
+		kfree(k);
+		srd_key_send(ka->peer, gen, SRD_F_REVOKE_ACK, 0, 0, id, NULL);
+	}
+}
+
+/*
+ * Step 25: a read of @len bytes (at most SCIF_RDMA_RMA_INLINE) at @roff
+ * of the far window space, for connection @serial, into @pages from byte
+ * @off of pages[0], as one RDMA READ with a read key covering it: into a
+ * bounce buffer (the QP has one SGE), then copied.  -ENOENT if no key
+ * covers it (the caller goes the other way), else 0 or the call's errno
+ * (-ECONNRESET: the READ failed, and so did the link; -EINTR; -ENOMEM).
+ * The caller holds an rma_users reference on @ka.
+ */
+int srd_direct_read(struct srd_ka *ka, u64 gen, u64 serial, u64 roff,
+		    struct page **pages, unsigned int off, u32 len)
+{
+	struct srd_rwr r = { .ka = ka };
+	struct ib_rdma_wr wr = {};
+	struct srd_rkey *k;
+	struct ib_sge sge;
+	unsigned long i;
+	u64 dma;
+	void *buf;
+	int ret;
+
+	xa_lock(&ka->keys_in);
+	xa_for_each(&ka->keys_in, i, k)
+		if (k->serial == serial && roff >= k->roff && len <= k->len &&
+		    roff - k->roff <= k->len - len) {
+			k->users++;
+			break;
+		}
+	xa_unlock(&ka->keys_in);
+	if (!k)
+		return -ENOENT;
+	ret = -ENOMEM;
+	buf = kmalloc(len, GFP_KERNEL_ACCOUNT);
+	if (!buf)
+		goto unuse;
+	dma = ib_dma_map_single(ka->dev, buf, len, DMA_FROM_DEVICE);
+	if (ib_dma_mapping_error(ka->dev, dma))
+		goto free;
+	sge.addr = dma;
+	sge.length = len;
+	sge.lkey = ka->pd->local_dma_lkey;
+	wr.wr.opcode = IB_WR_RDMA_READ;
+	wr.wr.sg_list = &sge;
+	wr.wr.num_sge = 1;
+	wr.remote_addr = k->iova + (roff - k->roff);
+	wr.rkey = k->rkey;
+	ret = srd_rwr_post(&r, &wr.wr);
+	srd_rwr_wait(&r);
+	if (!ret && (r.status || READ_ONCE(ka->dead)))
+		ret = -ECONNRESET;
+	ib_dma_unmap_single(ka->dev, dma, len, DMA_FROM_DEVICE);
+	if (!ret) {
+		srd_to_pages(pages, off, buf, len);
+		atomic_inc(&srd_rma_direct_reads);
+	}
+free:
+	kfree(buf);
+unuse:
+	srd_key_unuse(ka, gen, k);
+	return ret;
+}
