@@ -256,7 +256,7 @@ int scif_xprt_rma(struct scif_endpt *ep, struct scif_endpt *peer, int op,
 		  size_t len, u32 flags);
 int scif_xprt_signal(struct scif_endpt *ep, struct scif_endpt *peer,
 		     u64 roffset, u64 val);
-void scif_xprt_windows_gone(void);
+void scif_xprt_windows_gone(bool wait);
 int scif_xprt_fence(struct scif_endpt *ep, struct scif_endpt *peer, int op,
 		    int *mark);
 int scif_node_set_lost(u16 id);

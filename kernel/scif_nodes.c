@@ -207,7 +207,7 @@ int scif_xprt_fence(struct scif_endpt *ep, struct scif_endpt *peer, int op,
 }
 
 /* Windows a remote transport exposes went away (scif_transport.h). */
-void scif_xprt_windows_gone(void)
+void scif_xprt_windows_gone(bool wait)
 {
 	const struct scif_transport_ops *ops;
 	int idx;
@@ -215,7 +215,7 @@ void scif_xprt_windows_gone(void)
 	idx = srcu_read_lock(&scif_xprt_srcu);
 	ops = READ_ONCE(scif_rnodes[0].ops);
 	if (ops->windows_gone)
-		ops->windows_gone();
+		ops->windows_gone(wait);
 	srcu_read_unlock(&scif_xprt_srcu, idx);
 }
 

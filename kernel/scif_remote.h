@@ -95,8 +95,9 @@ void scif_remote_rma_put(struct scif_remote_rma *h);
  * @ep has no RMA state any more), -EACCES.  Once such a window is no
  * longer registered (unregistered, its endpoint closed)
  * scif_remote_window_gone() is true and the core calls the remote
- * transport's windows_gone operation (scif_transport.h) with no lock held,
- * before the unregistration returns.  Process context.
+ * transport's windows_gone operation (scif_transport.h): waiting, before
+ * scif_unregister() returns; not waiting, from an endpoint's release.
+ * Process context.
  */
 struct scif_remote_win {
 	void *win;			/* the core's window, counted */

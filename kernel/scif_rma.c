@@ -420,7 +420,7 @@ static long scif_rma_register(struct scif_endpt *ep, struct scif_rma_ep *rma,
 			tell = scif_window_unregister(rma, win);
 		up_write(&rma->win_lock);
 		if (tell)
-			scif_xprt_windows_gone();
+			scif_xprt_windows_gone(true);
 		scif_window_put(win);
 		return -EFAULT;
 	}
@@ -501,7 +501,7 @@ out:
 	up_write(&rma->win_lock);
 	/* a peer host reading them directly loses them before we return */
 	if (tell)
-		scif_xprt_windows_gone();
+		scif_xprt_windows_gone(true);
 	return err;
 }
 
@@ -704,8 +704,9 @@ void scif_rma_ep_release(struct scif_endpt *ep)
 		n = next;
 	}
 	up_write(&rma->win_lock);
+	/* the last reference may go in a transport's receive path: no wait */
 	if (tell)
-		scif_xprt_windows_gone();
+		scif_xprt_windows_gone(false);
 
 	scif_fence_release(rma);
 	scif_rcache_release(rma);

@@ -123,12 +123,13 @@ struct scif_transport_ops {
 	/*
 	 * Optional, of the remote transport only.  Windows it holds through
 	 * scif_remote_window_get() stopped being registered
-	 * (scif_remote_window_gone()): revoke the far hosts' access to them
-	 * before returning (bounded: a far host that does not answer loses
-	 * it anyway).  Called with no lock held, from unregistration and
-	 * endpoint release.
+	 * (scif_remote_window_gone()): revoke the far hosts' access to them.
+	 * With @wait (scif_unregister(), no lock held) before returning,
+	 * bounded: a far host that does not answer loses it anyway.  Without
+	 * (an endpoint's release, which may run wherever its last reference
+	 * goes, the transport's own receive path included) start it only.
 	 */
-	void (*windows_gone)(void);
+	void (*windows_gone)(bool wait);
 };
 
 #define SCIF_XPRT_RMA_READ	1

@@ -633,7 +633,8 @@ extern bool srd_direct_reads;
 extern atomic_t srd_rma_direct_reads, srd_keys_live;
 void srd_key_expose(struct srd_peer *peer, struct srd_ka *ka, u64 gen,
 		    u32 lid, u32 rid, struct scif_endpt *ep, u64 off, u32 len);
-void srd_windows_gone(void);
+void srd_windows_gone(bool wait);
+void srd_keys_exit(void);
 void srd_keys_link_dead(struct srd_ka *ka);
 void srd_keys_in_free(struct srd_ka *ka);
 void srd_keys_conn_gone(struct srd_peer *peer, u64 gen, u32 lid);

@@ -70,6 +70,8 @@ static LIST_HEAD(srd_xkeys);
 static DECLARE_WAIT_QUEUE_HEAD(srd_key_wq);
 /* revocations answered or links dead: srd_windows_gone() looks again */
 static atomic_t srd_key_events = ATOMIC_INIT(0);
+static void srd_key_reap(struct work_struct *work);
+static DECLARE_DELAYED_WORK(srd_key_reaper, srd_key_reap);
 
 /* Send a frame of @type with @id in arg and no payload: 0 or -errno. */
 static int srd_key_send(struct srd_peer *peer, u64 gen, int type, u32 rid,
@@ -217,46 +219,74 @@ static bool srd_xkey_window_gone(struct srd_xkey *x, void *arg)
 }
 
 /*
- * The transport's windows_gone operation (step 24): revoke every read key
- * of a window no longer registered, then wait until no revocation is
- * left: each answered (freed by srd_key_rx_ack()), its link dead (freed
- * by srd_keys_link_dead()) or SRD_KEY_REVOKE_WAIT passed (freed here:
- * invalidated, unmapped, the window let go).  So when the unregistration
- * returns, the far host can read none of its pages.
+ * Free the revocations whose deadline passed (invalidated, unmapped, the
+ * window let go); true if revocations are left.
  */
-void srd_windows_gone(void)
+static bool srd_keys_expire(void)
 {
 	struct srd_xkey *x, *n;
-	bool left;
+	LIST_HEAD(done);
+	bool left = false;
+
+	mutex_lock(&srd_key_mutex);
+	list_for_each_entry_safe(x, n, &srd_xkeys, link) {
+		if (!x->revoking)
+			continue;
+		if (time_after_eq(jiffies, x->deadline)) {
+			x->ka->xkeys--;
+			list_move(&x->link, &done);
+		} else {
+			left = true;
+		}
+	}
+	mutex_unlock(&srd_key_mutex);
+	list_for_each_entry_safe(x, n, &done, link)
+		srd_xkey_free(x);
+	return left;
+}
+
+/* Revocations nobody waits for (a close, a connection's end) expire here. */
+static void srd_key_reap(struct work_struct *work)
+{
+	if (srd_keys_expire())
+		schedule_delayed_work(&srd_key_reaper, SRD_KEY_REVOKE_WAIT);
+}
+
+/*
+ * The transport's windows_gone operation (step 24): revoke every read key
+ * of a window no longer registered.  With @wait (scif_unregister(), whose
+ * caller holds no lock) wait until no revocation is left: each answered
+ * (freed by srd_key_rx_ack()), its link dead (srd_keys_link_dead()) or
+ * SRD_KEY_REVOKE_WAIT passed (freed here), so that when the call
+ * returns the far host can read none of the pages.  Without (an
+ * endpoint's release, which may run in our own receive path, where the
+ * answer could never arrive) the answers free them, or the reaper.
+ */
+void srd_windows_gone(bool wait)
+{
 	int seen;
 
 	mutex_lock(&srd_key_mutex);
 	srd_keys_revoke(srd_xkey_window_gone, NULL);
 	mutex_unlock(&srd_key_mutex);
-	do {
-		LIST_HEAD(done);
-
+	if (!wait) {
+		schedule_delayed_work(&srd_key_reaper, SRD_KEY_REVOKE_WAIT);
+		return;
+	}
+	for (;;) {
 		seen = atomic_read(&srd_key_events);
-		left = false;
-		mutex_lock(&srd_key_mutex);
-		list_for_each_entry_safe(x, n, &srd_xkeys, link) {
-			if (!x->revoking)
-				continue;
-			if (time_after_eq(jiffies, x->deadline)) {
-				x->ka->xkeys--;
-				list_move(&x->link, &done);
-			} else {
-				left = true;
-			}
-		}
-		mutex_unlock(&srd_key_mutex);
-		list_for_each_entry_safe(x, n, &done, link)
-			srd_xkey_free(x);
-		if (left)
-			wait_event_timeout(srd_key_wq,
-					   atomic_read(&srd_key_events) != seen,
-					   HZ / 10);
-	} while (left);
+		if (!srd_keys_expire())
+			break;
+		wait_event_timeout(srd_key_wq,
+				   atomic_read(&srd_key_events) != seen,
+				   HZ / 10);
+	}
+}
+
+/* Module exit, every link gone (so every key freed): stop the reaper. */
+void srd_keys_exit(void)
+{
+	cancel_delayed_work_sync(&srd_key_reaper);
 }
 
 struct srd_conn_key {
@@ -283,6 +313,7 @@ void srd_keys_conn_gone(struct srd_peer *peer, u64 gen, u32 lid)
 	mutex_lock(&srd_key_mutex);
 	srd_keys_revoke(srd_xkey_of_conn, &ck);
 	mutex_unlock(&srd_key_mutex);
+	schedule_delayed_work(&srd_key_reaper, SRD_KEY_REVOKE_WAIT);
 }
 
 /*

@@ -889,6 +889,7 @@ static void __exit scif_rdma_exit(void)
 	}
 	/* every connection has ended with its peer */
 	scif_remote_unregister(&srd_ops);
+	srd_keys_exit();	/* every key went with its link */
 	destroy_workqueue(srd_fence_wq);	/* empty: every link ended */
 	destroy_workqueue(srd_rma_wq);
 	destroy_workqueue(srd_wq);

@@ -39,7 +39,12 @@
  * reads": the listener's host then reads from us) and answers its two
  * RMA_REQs (an inline read of 8 bytes, a read of 64 KiB by RDMA) with
  * RMA_DONEs whose payload the request does not allow: 7 bytes for the
- * first, 8 for the second, and prints "rma inline answers sent N".
+ * first, 8 for the second, and prints "rma inline answers sent N";
+ * before the first answer it sends a read key (RKEY, protocol version 4)
+ * for 4 KiB at offset 1 MiB with an MR it never registered ("rma inline
+ * key sent 1"), so the listener's next small read there is an RDMA READ
+ * that fails; then it holds the link as -K does ("rma inline peer
+ * disconnected" or "rma inline held N s").
  * With -K PORT it
  * opens connection 4 to PORT (a window at BADKEY_ROFF: "selftests/rdma/
  * scif_nodes window") and asks to read it into an MR it never
@@ -717,7 +722,7 @@ static void inline_answers(struct rdma_cm_id *id, unsigned int port) {
     static uint8_t buf[8192];
     struct ibv_mr *mr = ibv_reg_mr(id->pd, buf, sizeof(buf), 0);
     uint32_t conn = 0, rid, op, plen;
-    int i, sent = 0;
+    int i, n, sent = 0;
 
     if (rma_conn_open(id, 5, 9, port, mr, buf, &conn))
         return;
@@ -725,6 +730,14 @@ static void inline_answers(struct rdma_cm_id *id, unsigned int port) {
         if (wait_frame(id, F_RMA_REQ, &rid, &op))
             break;
         printf("rma inline request op %u len %u\n", op, rma_wire_len);
+        if (!i) {
+            /* a read key (version 4) for 4 KiB at 1 MiB, never registered */
+            n = rma_req(buf, conn, 0, 0, 1 << 20, 4096);
+            frame_hdr(buf, F_RKEY, (unsigned int)rma_unreported, conn, RMA_WIRE);
+            rma_unreported = 0;
+            put32(buf + 20, 9);
+            printf("rma inline key sent %d\n", !send_frame(id, mr, buf, n));
+        }
         plen = op == RMA_IREAD && rma_wire_len ? rma_wire_len - 1 : 8;
         if (plen > RMA_INLINE)
             break;
@@ -966,23 +979,23 @@ int main(int argc, char **argv) {
         if (hport)
             hung_target(id, (unsigned int)hport);
         printf("hostile_hello %s: ESTABLISHED\n", tag);
-        if (kport) {
+        if (kport || iport) {
             /*
              * Our QP failed too (the RDMA's error ends both ends of an
              * RC connection): keep the link until the listener ends it
              * for its own failed completion, so that our disconnect
-             * cannot be what ended it.
+             * cannot be what ended it (-I: its read with our key).
              */
             timeout_ms = BADKEY_HOLD * 1000;
             ret = next_event(ch, &type, &status);
             if (!ret && type == RDMA_CM_EVENT_DISCONNECTED) {
-                printf("rma badkey peer disconnected\n");
+                printf("rma %s peer disconnected\n", kport ? "badkey" : "inline");
             } else {
-                printf("rma badkey held %d s\n", BADKEY_HOLD);
-                kport = 0;
+                printf("rma %s held %d s\n", kport ? "badkey" : "inline", BADKEY_HOLD);
+                kport = iport = 0;
             }
         }
-        if (!kport) {
+        if (!kport && !iport) {
             rdma_disconnect(id);
             /* DISCONNECTED, or nothing within the timeout */
             next_event(ch, &type, &status);

@@ -15,8 +15,9 @@
  * "window PORT: ended ERRNONAME" (0 for an orderly close).
  * With "reads PORT SECONDS" (rdma-hostile.test, a hostile peer answering
  * our RMA) it listens on PORT, accepts one connection within SECONDS and
- * reads 8 bytes (inline across hosts), then 64 KiB (by RDMA) at offset
- * 1 MiB of the peer with scif_vreadfrom into a buffer of 0x77, and prints
+ * reads 8 bytes (inline across hosts), then 64 KiB (by RDMA), then 16
+ * bytes (by the peer's read key, if it gave one) at offset 1 MiB of the
+ * peer with scif_vreadfrom into a buffer of 0x77, and prints
  * "reads PORT LEN: ok|ERRNONAME untouched|written" for each.
  * With "hung PORT N LEN SECONDS" (rdma-hostile.test, a hung target: a
  * peer that takes our requests and never answers) it listens on PORT,
@@ -124,7 +125,8 @@ static int window(uint16_t port, off_t roff, size_t len, int seconds) {
 
 /* The "reads" command: our RMA for a hostile peer to answer. */
 static int reads(uint16_t port, int seconds) {
-    static const size_t lens[] = {8, 65536};
+    /* the third by the peer's read key: its RDMA READ fails */
+    static const size_t lens[] = {8, 65536, 16};
     scif_epd_t lst, ep;
     struct scif_portID peer;
     uint8_t *buf = malloc(65536);
