@@ -107,7 +107,7 @@
  *     connections.
  * 19. RMA (scif_rdma_rma.c, docs/transport.md "RMA across hosts") is
  *     target-driven: the host owning the window does the RDMA, so no key of
- *     a window leaves its host.  The initiator (the transport's rma
+ *     a window leaves its host (but for small reads, steps 23-25).  The initiator (the transport's rma
  *     operation) cuts the range in requests of at most ka->rma_pages pages
  *     (SCIF_RDMA_RMA_PAGES or what the device registers, minus one); for
  *     each it takes one of SCIF_RDMA_RMA_REQS request slots of the link,

@@ -11,7 +11,9 @@
  * requests of one call are in flight at once.  A call of at most
  * SCIF_RDMA_RMA_INLINE bytes is one inline request instead: its data
  * travels in the frames (the RMA_REQ of a write, the RMA_DONE of a read),
- * copied by the CPU on both sides, with no MR and no RDMA.
+ * copied by the CPU on both sides, with no MR and no RDMA.  A small read
+ * the owner gave a read key for is one RDMA READ instead
+ * (scif_rdma_key.c).
  */
 
 #include <linux/scatterlist.h>
