@@ -100,6 +100,18 @@ static void srd_xkey_free(struct srd_xkey *x)
 
 /* ---- owner (step 23) ---- */
 
+/* @x's chunk already has a live key on its connection.  srd_key_mutex. */
+static bool srd_xkey_dup(struct srd_ka *ka, u32 lid, struct srd_xkey *x)
+{
+	struct srd_xkey *y;
+
+	list_for_each_entry(y, &srd_xkeys, link)
+		if (y->ka == ka && y->lid == lid && y->rw.win == x->rw.win &&
+		    y->first == x->first && !y->revoking)
+			return true;
+	return false;
+}
+
 /*
  * After serving a small read of [@off, @off + @len) for connection @lid
  * (the peer's @rid) of endpoint @ep: give the peer a read key for the
@@ -112,7 +124,7 @@ void srd_key_expose(struct srd_peer *peer, struct srd_ka *ka, u64 gen,
 		    u32 lid, u32 rid, struct scif_endpt *ep, u64 off, u32 len)
 {
 	struct srd_rma_wire w;
-	struct srd_xkey *x, *y;
+	struct srd_xkey *x;
 	struct srd_conn *c;
 	unsigned long page, npages;
 	u64 start;
@@ -134,11 +146,9 @@ void srd_key_expose(struct srd_peer *peer, struct srd_ka *ka, u64 gen,
 	start = x->rw.offset + ((u64)x->first << PAGE_SHIFT);
 	if (off + len > start + (npages << PAGE_SHIFT))
 		goto put;	/* straddles chunks or windows */
+	/* the common case, a chunk with a key: nothing mapped for nothing */
 	mutex_lock(&srd_key_mutex);
-	list_for_each_entry(y, &srd_xkeys, link)
-		if (y->ka == ka && y->lid == lid && y->rw.win == x->rw.win &&
-		    y->first == x->first && !y->revoking)
-			dup = true;
+	dup = srd_xkey_dup(ka, lid, x);
 	mutex_unlock(&srd_key_mutex);
 	if (dup || READ_ONCE(ka->xkeys) >= SRD_KEYS_MAX)
 		goto put;
@@ -157,10 +167,11 @@ void srd_key_expose(struct srd_peer *peer, struct srd_ka *ka, u64 gen,
 	mutex_lock(&srd_key_mutex);
 	/*
 	 * Unregistered meanwhile: srd_windows_gone() ran or runs after we
-	 * drop the mutex and must not miss it, nor must we give it out.
+	 * drop the mutex and must not miss it, nor must we give it out.  A
+	 * parallel read of the same chunk may have given one meanwhile.
 	 */
 	if (scif_remote_window_gone(&x->rw) || ka->xkeys >= SRD_KEYS_MAX ||
-	    READ_ONCE(ka->dead)) {
+	    READ_ONCE(ka->dead) || srd_xkey_dup(ka, lid, x)) {
 		mutex_unlock(&srd_key_mutex);
 		mutex_unlock(&srd_msg_mutex);
 		goto unmap;
