@@ -689,12 +689,6 @@ static ssize_t nodes_store(struct kobject *kobj, struct kobj_attribute *attr,
 	return ret ? ret : count;
 }
 
-static ssize_t rejected_show(struct kobject *kobj,
-			     struct kobj_attribute *attr, char *buf)
-{
-	return sysfs_emit(buf, "%d\n", atomic_read(&srd_rejected));
-}
-
 /* Each up link's frame state and connections (for debugging; 0400). */
 static ssize_t links_show(struct kobject *kobj, struct kobj_attribute *attr,
 			  char *buf)
@@ -735,37 +729,23 @@ static ssize_t links_show(struct kobject *kobj, struct kobj_attribute *attr,
 	return len;
 }
 
-static ssize_t bad_frames_show(struct kobject *kobj,
-			       struct kobj_attribute *attr, char *buf)
-{
-	return sysfs_emit(buf, "%d\n", atomic_read(&srd_bad));
-}
+/* A read-only (0400) sysfs file srd_<name>_attr showing atomic_t @var. */
+#define SRD_COUNTER_ATTR(name, var)					\
+static ssize_t name##_show(struct kobject *kobj,			\
+			   struct kobj_attribute *attr, char *buf)	\
+{									\
+	return sysfs_emit(buf, "%d\n", atomic_read(&(var)));		\
+}									\
+static struct kobj_attribute srd_##name##_attr = __ATTR_RO_MODE(name, 0400)
 
+SRD_COUNTER_ATTR(rejected, srd_rejected);
+SRD_COUNTER_ATTR(bad_frames, srd_bad);
 /* RMA across hosts, the inline path (steps 19-21) */
-static ssize_t rma_inline_sent_show(struct kobject *kobj,
-				    struct kobj_attribute *attr, char *buf)
-{
-	return sysfs_emit(buf, "%d\n", atomic_read(&srd_rma_inline_sent));
-}
-
-static ssize_t rma_inline_served_show(struct kobject *kobj,
-				      struct kobj_attribute *attr, char *buf)
-{
-	return sysfs_emit(buf, "%d\n", atomic_read(&srd_rma_inline_served));
-}
-
+SRD_COUNTER_ATTR(rma_inline_sent, srd_rma_inline_sent);
+SRD_COUNTER_ATTR(rma_inline_served, srd_rma_inline_served);
 /* direct reads (steps 23-25): done here, read keys of ours live */
-static ssize_t rma_direct_reads_show(struct kobject *kobj,
-				     struct kobj_attribute *attr, char *buf)
-{
-	return sysfs_emit(buf, "%d\n", atomic_read(&srd_rma_direct_reads));
-}
-
-static ssize_t rma_keys_show(struct kobject *kobj,
-			     struct kobj_attribute *attr, char *buf)
-{
-	return sysfs_emit(buf, "%d\n", atomic_read(&srd_keys_live));
-}
+SRD_COUNTER_ATTR(rma_direct_reads, srd_rma_direct_reads);
+SRD_COUNTER_ATTR(rma_keys, srd_keys_live);
 
 static ssize_t rma_inline_max_show(struct kobject *kobj,
 				   struct kobj_attribute *attr, char *buf)
@@ -777,30 +757,19 @@ static struct kobj_attribute srd_self_attr = __ATTR(self, 0644, self_show,
 						     self_store);
 static struct kobj_attribute srd_nodes_attr = __ATTR(nodes, 0600,
 						      nodes_show, nodes_store);
-static struct kobj_attribute srd_rejected_attr = __ATTR_RO_MODE(rejected,
-								0400);
 
-static struct kobj_attribute srd_bad_attr = __ATTR_RO_MODE(bad_frames,
-							   0400);
 static struct kobj_attribute srd_links_attr = __ATTR_RO_MODE(links, 0400);
-static struct kobj_attribute srd_inl_sent_attr =
-	__ATTR_RO_MODE(rma_inline_sent, 0400);
-static struct kobj_attribute srd_inl_served_attr =
-	__ATTR_RO_MODE(rma_inline_served, 0400);
 static struct kobj_attribute srd_inl_max_attr =
 	__ATTR_RO_MODE(rma_inline_max, 0400);
-static struct kobj_attribute srd_direct_attr =
-	__ATTR_RO_MODE(rma_direct_reads, 0400);
-static struct kobj_attribute srd_keys_attr = __ATTR_RO_MODE(rma_keys, 0400);
 
 static struct attribute *srd_attrs[] = {
-	&srd_bad_attr.attr,
+	&srd_bad_frames_attr.attr,
 	&srd_links_attr.attr,
-	&srd_inl_sent_attr.attr,
-	&srd_inl_served_attr.attr,
+	&srd_rma_inline_sent_attr.attr,
+	&srd_rma_inline_served_attr.attr,
 	&srd_inl_max_attr.attr,
-	&srd_direct_attr.attr,
-	&srd_keys_attr.attr,
+	&srd_rma_direct_reads_attr.attr,
+	&srd_rma_keys_attr.attr,
 	&srd_self_attr.attr,
 	&srd_nodes_attr.attr,
 	&srd_rejected_attr.attr,
