@@ -83,6 +83,32 @@ static int srv_windows(int epd, uint8_t *buf, int ro2) {
 }
 
 /*
+ * Server: accept on data port 0, register the two windows over @buf (the
+ * second read-only if @ro2) and send their offset.  The endpoint, or -1
+ * (said; @buf NULL is a failed allocation).
+ */
+static int srv_open(struct peer_ctx *c, uint8_t *buf, int ro2) {
+    int64_t off = WIN_OFF;
+    int epd;
+
+    if (!buf) {
+        diag("alloc");
+        return -1;
+    }
+    epd = srv_accept(c, 0);
+    if (epd < 0) {
+        diag("accept");
+        return -1;
+    }
+    if (srv_windows(epd, buf, ro2) || send_all(epd, &off, sizeof(off))) {
+        diag("the windows or their offset");
+        scif_close(epd);
+        return -1;
+    }
+    return epd;
+}
+
+/*
  * Check the windows against @n expectations [a, b) -> cli_pat(j + delta)
  * (disjoint, ascending), srv_pat(j) elsewhere.
  */
@@ -222,15 +248,12 @@ static int srv_end(int epd, uint8_t *buf) {
  */
 static int serve(struct peer_ctx *c, int mode) {
     uint8_t *buf = srv_buf(), done = 0;
-    int64_t off = WIN_OFF, exp[3];
+    int64_t exp[3];
     int epd, v;
     size_t j;
 
-    CHECK(buf, "alloc");
-    epd = srv_accept(c, 0);
-    CHECK(epd >= 0, "accept");
-    CHECK(srv_windows(epd, buf, mode == SRV_RO2) == 0);
-    CHECK(send_all(epd, &off, sizeof(off)) == 0, "send offset");
+    epd = srv_open(c, buf, mode == SRV_RO2);
+    CHECK(epd >= 0, "accept, the windows, their offset");
     if (mode == SRV_SIGNAL) {
         /* the client's remote signal lands after the data it follows */
         volatile uint64_t *w = (volatile uint64_t *)(buf + SIG_AT);
@@ -289,7 +312,7 @@ static int srv_unreg(struct peer_ctx *c) {
  */
 static int srv_inline(struct peer_ctx *c) {
     uint8_t *buf = srv_buf(), done = 0;
-    int64_t off = WIN_OFF, exp[INL_RANGES][3];
+    int64_t exp[INL_RANGES][3];
     long long served0 = c->remote ? inl_counter("rma_inline_served") : 0, served;
     size_t n = inl_max(c), r = INL_R(INL_SIG_SLOT), l = INL_L(INL_SIG_SLOT, 3), j;
     volatile uint64_t *w;
@@ -302,10 +325,8 @@ static int srv_inline(struct peer_ctx *c) {
         direct = direct_reads_set(0);
         CHECK(direct >= 0, "cannot set " DIRECT_PARAM ": %s", strerror(errno));
     }
-    epd = srv_accept(c, 0);
-    CHECK(epd >= 0, "accept");
-    CHECK(srv_windows(epd, buf, 0) == 0);
-    CHECK(send_all(epd, &off, sizeof(off)) == 0, "send offset");
+    epd = srv_open(c, buf, 0);
+    CHECK(epd >= 0, "accept, the windows, their offset");
     w = (volatile uint64_t *)(buf + SIG_AT);
     for (j = 0; j < 200000 && *w != SIG_VAL; j++)
         sleep_ms(1);
@@ -354,16 +375,12 @@ static uint8_t dr_new(size_t j) {
 
 static int srv_direct(struct peer_ctx *c) {
     uint8_t *buf = srv_buf();
-    int64_t off = WIN_OFF;
     long long keys;
     int epd, v;
     size_t j;
 
-    CHECK(buf, "alloc");
-    epd = srv_accept(c, 0);
-    CHECK(epd >= 0, "accept");
-    CHECK(srv_windows(epd, buf, 1) == 0);
-    CHECK(send_all(epd, &off, sizeof(off)) == 0, "send offset");
+    epd = srv_open(c, buf, 1);
+    CHECK(epd >= 0, "accept, the windows, their offset");
     CHECK(peer_hear(c, &v) == 0); /* the client read each place twice */
     if (c->remote) {
         keys = inl_counter("rma_keys");
@@ -405,16 +422,12 @@ static int srv_direct(struct peer_ctx *c) {
  */
 static int srv_peer_fence(struct peer_ctx *c) {
     uint8_t *buf = srv_buf(), r, got;
-    int64_t off = WIN_OFF;
     volatile uint64_t *w;
     int epd, mark = -1;
     size_t j;
 
-    CHECK(buf, "alloc");
-    epd = srv_accept(c, 0);
-    CHECK(epd >= 0, "accept");
-    CHECK(srv_windows(epd, buf, 0) == 0);
-    CHECK(send_all(epd, &off, sizeof(off)) == 0, "send offset");
+    epd = srv_open(c, buf, 0);
+    CHECK(epd >= 0, "accept, the windows, their offset");
     w = (volatile uint64_t *)(buf + SIG_AT);
     for (r = 0; r < PF_ROUNDS; r++) {
         CHECK(recv_all(epd, &got, 1) == 0 && got == r, "the client's round %d", r);
@@ -451,14 +464,10 @@ static int srv_peer_fence(struct peer_ctx *c) {
 
 static int srv_peer_fence_close(struct peer_ctx *c) {
     uint8_t *buf = srv_buf(), got;
-    int64_t off = WIN_OFF;
     int epd, mark = -1, r;
 
-    CHECK(buf, "alloc");
-    epd = srv_accept(c, 0);
-    CHECK(epd >= 0, "accept");
-    CHECK(srv_windows(epd, buf, 0) == 0);
-    CHECK(send_all(epd, &off, sizeof(off)) == 0, "send offset");
+    epd = srv_open(c, buf, 0);
+    CHECK(epd >= 0, "accept, the windows, their offset");
     CHECK(recv_all(epd, &got, 1) == 0, "the client's start byte");
     CHECK_OK(scif_fence_mark(epd, SCIF_FENCE_INIT_PEER, &mark));
     CHECK(send_all(epd, &got, 1) == 0, "send the marked byte");
