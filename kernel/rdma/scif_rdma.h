@@ -640,6 +640,10 @@ void srd_keys_in_free(struct srd_ka *ka);
 void srd_keys_conn_gone(struct srd_peer *peer, u64 gen, u32 lid);
 void srd_key_rx(struct srd_peer *peer, u64 gen, struct srd_conn *c,
 		const struct srd_hdr *h, const u8 *payload);
+struct srd_rkey;
+struct srd_rkey *srd_key_get(struct srd_ka *ka, u64 serial, u64 roff,
+			     u32 *len, u64 *iova, u32 *rkey);
+void srd_key_put(struct srd_ka *ka, u64 gen, struct srd_rkey *k);
 int srd_direct_read(struct srd_ka *ka, u64 gen, u64 serial, u64 roff,
 		    struct page **pages, unsigned int off, u32 len);
 int srd_rma(struct scif_endpt *ep, struct scif_endpt *p, int op, u64 roff,

@@ -113,39 +113,35 @@ static bool srd_xkey_dup(struct srd_ka *ka, u32 lid, struct srd_xkey *x)
 }
 
 /*
- * After serving a small read of [@off, @off + @len) for connection @lid
- * (the peer's @rid) of endpoint @ep: give the peer a read key for the
- * chunk of the window holding it, unless it has one, the window is not
- * readable, the read straddles chunks or the link has SRD_KEYS_MAX.  The
- * RKEY goes before the read's RMA_DONE, so the reader has it for its next
- * read.  Best effort: any failure leaves the reader on the other path.
+ * Give the peer a read key for the chunk of @ep's window holding offset
+ * @at (connection @lid, the peer's @rid), unless it has one, the window
+ * is not readable or the link has SRD_KEYS_MAX.  The end of that chunk
+ * in the registered space, or 0 if no window holds @at.
  */
-void srd_key_expose(struct srd_peer *peer, struct srd_ka *ka, u64 gen,
-		    u32 lid, u32 rid, struct scif_endpt *ep, u64 off, u32 len)
+static u64 srd_key_expose_chunk(struct srd_peer *peer, struct srd_ka *ka,
+				u64 gen, u32 lid, u32 rid,
+				struct scif_endpt *ep, u64 at)
 {
 	struct srd_rma_wire w;
 	struct srd_xkey *x;
 	struct srd_conn *c;
 	unsigned long page, npages;
-	u64 start;
+	u64 start, end = 0;
 	bool dup = false;
 
-	if (!READ_ONCE(srd_direct_reads) || !ka->rma_pages)
-		return;
 	x = kzalloc(sizeof(*x), GFP_KERNEL_ACCOUNT);
 	if (!x)
-		return;
-	if (scif_remote_window_get(ep, off, &x->rw)) {
+		return 0;
+	if (scif_remote_window_get(ep, at, &x->rw)) {
 		kfree(x);
-		return;
+		return 0;
 	}
-	page = (off - x->rw.offset) >> PAGE_SHIFT;
+	page = (at - x->rw.offset) >> PAGE_SHIFT;
 	x->first = page - page % ka->rma_pages;
 	npages = min_t(unsigned long, ka->rma_pages,
 		       x->rw.npages - x->first);
 	start = x->rw.offset + ((u64)x->first << PAGE_SHIFT);
-	if (off + len > start + (npages << PAGE_SHIFT))
-		goto put;	/* straddles chunks or windows */
+	end = start + (npages << PAGE_SHIFT);
 	/* the common case, a chunk with a key: nothing mapped for nothing */
 	mutex_lock(&srd_key_mutex);
 	dup = srd_xkey_dup(ka, lid, x);
@@ -195,12 +191,34 @@ void srd_key_expose(struct srd_peer *peer, struct srd_ka *ka, u64 gen,
 	srd_key_send(peer, gen, SRD_F_RKEY, rid, lid, x->id, &w);
 	mutex_unlock(&srd_key_mutex);
 	mutex_unlock(&srd_msg_mutex);
-	return;
+	return end;
 unmap:
 	srd_unmap(ka, &x->m);
 put:
 	scif_remote_window_put(&x->rw);
 	kfree(x);
+	return end;
+}
+
+/*
+ * After serving a read of [@off, @off + @len) (inline or by RDMA) for
+ * connection @lid (the peer's @rid) of endpoint @ep: read keys for the
+ * chunks holding its first and its last byte (a request spans at most
+ * two).  The RKEYs go before the read's RMA_DONE, so the reader has them
+ * for its next read.  Best effort: any failure leaves the reader on the
+ * other path.
+ */
+void srd_key_expose(struct srd_peer *peer, struct srd_ka *ka, u64 gen,
+		    u32 lid, u32 rid, struct scif_endpt *ep, u64 off, u32 len)
+{
+	u64 end;
+
+	if (!READ_ONCE(srd_direct_reads) || !ka->rma_pages || !len)
+		return;
+	end = srd_key_expose_chunk(peer, ka, gen, lid, rid, ep, off);
+	if (end && off + len > end)
+		srd_key_expose_chunk(peer, ka, gen, lid, rid, ep,
+				     off + len - 1);
 }
 
 /*
@@ -445,7 +463,7 @@ out:
 /*
  * REVOKE @id: the key leaves keys_in at once (no new read takes it); the
  * answer goes now if no read of ours uses it, else from the last one
- * (srd_key_unuse()).  An unknown id (a key we did not keep) is answered.
+ * (srd_key_put()).  An unknown id (a key we did not keep) is answered.
  */
 static void srd_key_rx_revoke(struct srd_peer *peer, u64 gen, u32 id)
 {
@@ -494,8 +512,36 @@ void srd_key_rx(struct srd_peer *peer, u64 gen, struct srd_conn *c,
 		srd_key_rx_ack(peer, gen, id);
 }
 
+/*
+ * A read key of connection @serial holding far offset @roff, with a new
+ * user (srd_key_put() drops it); *@len is clipped to the bytes the key
+ * covers from there, *@iova is where @roff is in its MR, *@rkey its key.
+ * NULL if none holds @roff.
+ */
+struct srd_rkey *srd_key_get(struct srd_ka *ka, u64 serial, u64 roff,
+			     u32 *len, u64 *iova, u32 *rkey)
+{
+	struct srd_rkey *k;
+	unsigned long i;
+
+	xa_lock(&ka->keys_in);
+	xa_for_each(&ka->keys_in, i, k)
+		if (k->serial == serial && roff >= k->roff &&
+		    roff - k->roff < k->len) {
+			k->users++;
+			break;
+		}
+	xa_unlock(&ka->keys_in);
+	if (!k)
+		return NULL;
+	*len = min_t(u64, *len, k->len - (roff - k->roff));
+	*iova = k->iova + (roff - k->roff);
+	*rkey = k->rkey;
+	return k;
+}
+
 /* A read with key @k ended: the last one of a revoked key answers. */
-static void srd_key_unuse(struct srd_ka *ka, u64 gen, struct srd_rkey *k)
+void srd_key_put(struct srd_ka *ka, u64 gen, struct srd_rkey *k)
 {
 	u32 id = k->id;
 	bool last;
@@ -512,11 +558,12 @@ static void srd_key_unuse(struct srd_ka *ka, u64 gen, struct srd_rkey *k)
 /*
  * Step 25: a read of @len bytes (at most SCIF_RDMA_RMA_INLINE) at @roff
  * of the far window space, for connection @serial, into @pages from byte
- * @off of pages[0], as one RDMA READ with a read key covering it: into a
- * bounce buffer (the QP has one SGE), then copied.  -ENOENT if no key
- * covers it (the caller goes the other way), else 0 or the call's errno
- * (-ECONNRESET: the READ failed, and so did the link; -EINTR; -ENOMEM).
- * The caller holds an rma_users reference on @ka.
+ * @off of pages[0], as one RDMA READ with a read key covering all of it:
+ * into a bounce buffer (the QP has one SGE; no MR to register for so few
+ * bytes), then copied.  -ENOENT if no key covers it (the caller goes the
+ * other way), else 0 or the call's errno (-ECONNRESET: the READ failed,
+ * and so did the link; -EINTR; -ENOMEM).  The caller holds an rma_users
+ * reference on @ka.
  */
 int srd_direct_read(struct srd_ka *ka, u64 gen, u64 serial, u64 roff,
 		    struct page **pages, unsigned int off, u32 len)
@@ -525,25 +572,22 @@ int srd_direct_read(struct srd_ka *ka, u64 gen, u64 serial, u64 roff,
 	struct ib_rdma_wr wr = {};
 	struct srd_rkey *k;
 	struct ib_sge sge;
-	unsigned long i;
+	u32 n = len;
 	u64 dma;
 	void *buf;
 	int ret;
 
-	xa_lock(&ka->keys_in);
-	xa_for_each(&ka->keys_in, i, k)
-		if (k->serial == serial && roff >= k->roff && len <= k->len &&
-		    roff - k->roff <= k->len - len) {
-			k->users++;
-			break;
-		}
-	xa_unlock(&ka->keys_in);
+	k = srd_key_get(ka, serial, roff, &n, &wr.remote_addr, &wr.rkey);
+	if (k && n < len) {
+		srd_key_put(ka, gen, k);	/* it straddles keys */
+		k = NULL;
+	}
 	if (!k)
 		return -ENOENT;
 	ret = -ENOMEM;
 	buf = kmalloc(len, GFP_KERNEL_ACCOUNT);
 	if (!buf)
-		goto unuse;
+		goto put;
 	dma = ib_dma_map_single(ka->dev, buf, len, DMA_FROM_DEVICE);
 	if (ib_dma_mapping_error(ka->dev, dma))
 		goto free;
@@ -553,8 +597,6 @@ int srd_direct_read(struct srd_ka *ka, u64 gen, u64 serial, u64 roff,
 	wr.wr.opcode = IB_WR_RDMA_READ;
 	wr.wr.sg_list = &sge;
 	wr.wr.num_sge = 1;
-	wr.remote_addr = k->iova + (roff - k->roff);
-	wr.rkey = k->rkey;
 	ret = srd_rwr_post(&r, &wr.wr);
 	srd_rwr_wait(&r);
 	if (!ret && (r.status || READ_ONCE(ka->dead)))
@@ -566,7 +608,7 @@ int srd_direct_read(struct srd_ka *ka, u64 gen, u64 serial, u64 roff,
 	}
 free:
 	kfree(buf);
-unuse:
-	srd_key_unuse(ka, gen, k);
+put:
+	srd_key_put(ka, gen, k);
 	return ret;
 }

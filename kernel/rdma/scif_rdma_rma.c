@@ -50,6 +50,10 @@ struct srd_req {
 	unsigned int off;
 	u32 len;
 	u8 *ans;
+	/* a direct read (step 25): its RDMA READ with this read key */
+	struct srd_rkey *key;
+	u64 gen;
+	struct srd_rwr r;
 };
 
 /* One request of the peer's being served (a work item on srd_rma_wq). */
@@ -420,7 +424,7 @@ static void srd_job_fn(struct work_struct *work)
 		scif_remote_rma_put(h);
 		if (!ret)
 			atomic_inc(&srd_rma_inline_served);
-		/* its next small reads there may go direct (step 23) */
+		/* its next reads there may go direct (step 23) */
 		if (!ret && rd)
 			srd_key_expose(j->peer, ka, j->gen, j->lid, j->rid, j->ep,
 				       j->roff, j->len);
@@ -447,6 +451,10 @@ static void srd_job_fn(struct work_struct *work)
 	}
 	srd_unmap(ka, &m);
 	scif_remote_rma_put(h);
+	/* its next reads there may go direct (step 23) */
+	if (!ret && rd)
+		srd_key_expose(j->peer, ka, j->gen, j->lid, j->rid, j->ep,
+			       j->roff, j->len);
 answer:
 	if (ret != -ENXIO && ret != -EACCES && ret != -ENOMEM)
 		ret = ret ? -ECONNRESET : 0;
@@ -701,6 +709,74 @@ out:
 }
 
 /*
+ * Start direct read @req, a slot of the link taken (step 25): if a read
+ * key of connection @serial holds far offset @roff, one RDMA READ of up
+ * to *@len bytes (clipped to the key) into @pages from byte @off of
+ * pages[0], registered for local write only.  -ENOENT if no key holds
+ * @roff (the slot still taken: the caller sends a request instead); 0 if
+ * the READ is out (srd_req_wait() then ends it), with the bytes it reads
+ * in *@len; else everything is released, the slot included.
+ */
+static int srd_req_direct(struct srd_ka *ka, u64 gen, u64 serial, u64 roff,
+			  struct page **pages, unsigned int off, u32 *len,
+			  struct srd_req *req)
+{
+	struct ib_rdma_wr wr = {};
+	struct ib_sge sge;
+	int ret;
+
+	memset(req, 0, sizeof(*req));
+	req->key = srd_key_get(ka, serial, roff, len, &wr.remote_addr,
+			       &wr.rkey);
+	if (!req->key)
+		return -ENOENT;
+	req->r.ka = ka;
+	req->gen = gen;
+	ret = srd_map(ka, &req->m, pages, off, *len, ka->rma_pages,
+		      DMA_FROM_DEVICE);
+	if (!ret)
+		ret = srd_reg(ka, &req->m, IB_ACCESS_LOCAL_WRITE);
+	if (!ret && fatal_signal_pending(current))
+		ret = -EINTR;
+	if (!ret) {
+		sge.addr = req->m.mr->iova;
+		sge.length = *len;
+		sge.lkey = req->m.mr->lkey;
+		wr.wr.opcode = IB_WR_RDMA_READ;
+		wr.wr.sg_list = &sge;
+		wr.wr.num_sge = 1;
+		ret = srd_rwr_post(&req->r, &wr.wr);
+	}
+	if (!ret)
+		return 0;
+	srd_unmap(ka, &req->m);
+	srd_key_put(ka, gen, req->key);
+	srd_req_unslot(ka);
+	return ret;
+}
+
+/*
+ * End direct read @req: wait for its READ (a killed caller only for
+ * SRD_RMA_KILL_WAIT, then the link ends, srd_rwr_wait()), deregister,
+ * unmap, let the key and the slot go.  A failed READ ended the link:
+ * -ECONNRESET.
+ */
+static int srd_req_direct_end(struct srd_ka *ka, struct srd_req *req)
+{
+	int ret = 0;
+
+	srd_rwr_wait(&req->r);
+	if (req->r.status || READ_ONCE(ka->dead))
+		ret = -ECONNRESET;
+	srd_unmap(ka, &req->m);
+	srd_key_put(ka, req->gen, req->key);
+	srd_req_unslot(ka);
+	if (!ret)
+		atomic_inc(&srd_rma_direct_reads);
+	return ret;
+}
+
+/*
  * Wait for the RMA_DONE of @req (started) and end it: deregister, unmap,
  * give its slot back; 0 or the call's errno.  Killed, it keeps waiting
  * until *@deadline (set by the first killed wait of the call, 0 before):
@@ -715,6 +791,8 @@ static int srd_req_wait(struct srd_ka *ka, struct srd_req *req,
 	long left;
 	int ret;
 
+	if (req->key)
+		return srd_req_direct_end(ka, req);
 	if (wait_event_killable(ka->rma_wq, READ_ONCE(req->done) ||
 					    READ_ONCE(ka->dead))) {
 		if (!*deadline)
@@ -892,9 +970,20 @@ int srd_rma(struct scif_endpt *ep, struct scif_endpt *p, int op, u64 roff,
 			start = false;	/* the link is busy: reap ours */
 		}
 		if (start) {
-			serr = srd_req_start(ka, gen, lid, rid, wop, roff + done,
-					     pages + (pos >> PAGE_SHIFT), off, n,
-					     NULL, &req[head % SRD_RMA_PIPE]);
+			serr = -ENOENT;
+			/* inside a read key: one RDMA READ (step 25) */
+			if (!inl && op == SCIF_XPRT_RMA_READ)
+				serr = srd_req_direct(ka, gen, serial,
+						      roff + done,
+						      pages + (pos >> PAGE_SHIFT),
+						      off, &n,
+						      &req[head % SRD_RMA_PIPE]);
+			if (serr == -ENOENT)
+				serr = srd_req_start(ka, gen, lid, rid, wop,
+						     roff + done,
+						     pages + (pos >> PAGE_SHIFT),
+						     off, n, NULL,
+						     &req[head % SRD_RMA_PIPE]);
 			if (!serr) {
 				head++;
 				done += n;

@@ -40,11 +40,12 @@
  * RMA_REQs (an inline read of 8 bytes, a read of 64 KiB by RDMA) with
  * RMA_DONEs whose payload the request does not allow: 7 bytes for the
  * first, 8 for the second, and prints "rma inline answers sent N";
- * before the first answer it sends a read key (RKEY, protocol version 4)
- * for 4 KiB at offset 1 MiB with an MR it never registered ("rma inline
- * key sent 1"), so the listener's next small read there is an RDMA READ
- * that fails; then it holds the link as -K does ("rma inline peer
- * disconnected" or "rma inline held N s").
+ * before the second answer (so that the read of 64 KiB is a request) it
+ * sends a read key (RKEY, protocol version 4) for 4 KiB at offset 1 MiB
+ * with an MR it never registered ("rma inline key sent 1"), so the
+ * listener's next read there is an RDMA READ that fails; then it holds
+ * the link as -K does ("rma inline peer disconnected" or "rma inline
+ * held N s").
  * With -K PORT it
  * opens connection 4 to PORT (a window at BADKEY_ROFF: "selftests/rdma/
  * scif_nodes window") and asks to read it into an MR it never
@@ -730,7 +731,7 @@ static void inline_answers(struct rdma_cm_id *id, unsigned int port) {
         if (wait_frame(id, F_RMA_REQ, &rid, &op))
             break;
         printf("rma inline request op %u len %u\n", op, rma_wire_len);
-        if (!i) {
+        if (i == 1) {
             /* a read key (version 4) for 4 KiB at 1 MiB, never registered */
             n = rma_req(buf, conn, 0, 0, 1 << 20, 4096);
             frame_hdr(buf, F_RKEY, (unsigned int)rma_unreported, conn, RMA_WIRE);

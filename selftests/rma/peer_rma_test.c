@@ -362,9 +362,15 @@ static int srv_inline(struct peer_ctx *c) {
  * kept after the unregistration would read the old pages).  Across hosts
  * the client's rma_direct_reads grows by exactly the reads after the
  * first of each place (DR_DIRECT), and the server's rma_keys is 0 as soon
- * as scif_unregister() returned.
+ * as scif_unregister() returned.  Larger reads go direct too: DR_MID
+ * bytes inside the first key are one RDMA READ; DR_BIG bytes from DR_AT
+ * run past the end of its chunk (at most 256 pages), so the first
+ * vreadfrom of them is partly a request, whose answer brings the next
+ * chunk's key, and the readfrom after it has more direct parts.
  */
 #define DR_AT ((size_t)(2 << 20) + 4093)
+#define DR_MID ((size_t)65536 + 100)
+#define DR_BIG ((size_t)(1 << 20) + 12345)
 #define DR_RO ((size_t)HALF + 5000)
 #define DR_NEW 64
 #define DR_DIRECT 7
@@ -789,11 +795,16 @@ static int dr_read(int epd, off_t roff, uint8_t *u, uint8_t *lw, size_t at, size
     return KSFT_PASS;
 }
 
+/* The client's rma_direct_reads across hosts (0 for an emulated peer). */
+static long long dr_count(const struct peer_ctx *c) {
+    return c->remote ? inl_counter("rma_direct_reads") : 0;
+}
+
 static int direct_cli(struct peer_ctx *c) {
     static const size_t lens[] = {8, 8, 100, 4096};
-    long long d0 = 0, d1 = 0;
+    long long d0 = 0, d1 = 0, dl[4];
     size_t n = inl_max(c), i;
-    uint8_t *u = malloc(3 * 4096 + 8192), *lw;
+    uint8_t *u = malloc(4096 + DR_BIG), *lw;
     off_t roff;
     int epd, v;
 
@@ -805,7 +816,7 @@ static int direct_cli(struct peer_ctx *c) {
     }
     epd = cli_setup(c, &roff);
     CHECK(epd >= 0, "connect");
-    CHECK(local_window(epd, 0, 65536, &lw) == 0, "local window");
+    CHECK(local_window(epd, 0, 2 << 20, &lw) == 0, "local window");
     /* the first read of each place is inline; the owner's key follows */
     for (i = 0; i < 4; i++)
         CHECK(dr_read(epd, roff, u, lw, DR_AT, lens[i], i & 1, srv_pat) == KSFT_PASS);
@@ -813,23 +824,39 @@ static int direct_cli(struct peer_ctx *c) {
     CHECK(dr_read(epd, roff, u, lw, DR_RO, 8, 0, srv_pat) == KSFT_PASS);
     CHECK(dr_read(epd, roff, u, lw, DR_RO + 1000, 100, 1, srv_pat) == KSFT_PASS);
     CHECK(dr_read(epd, roff, u, lw, DR_RO, 8, 0, srv_pat) == KSFT_PASS);
+    dl[0] = dr_count(c);
+    CHECK(dr_read(epd, roff, u, lw, DR_AT + 5, DR_MID, 0, srv_pat) == KSFT_PASS);
+    dl[1] = dr_count(c);
+    CHECK(dr_read(epd, roff, u, lw, DR_AT, DR_BIG, 0, srv_pat) == KSFT_PASS);
+    dl[2] = dr_count(c);
+    CHECK(dr_read(epd, roff, u, lw, DR_AT, DR_BIG, 1, srv_pat) == KSFT_PASS);
+    dl[3] = dr_count(c);
+    if (c->remote) {
+        CHECK(dl[1] - dl[0] == 1, "%zu B inside a read key: %lld direct reads, expected 1", DR_MID,
+              dl[1] - dl[0]);
+        CHECK(dl[2] - dl[1] >= 1, "%zu B from a read key: no direct part", DR_BIG);
+        CHECK(dl[3] - dl[2] > dl[2] - dl[1],
+              "%zu B again: %lld direct parts, first time %lld (no key for the next chunk)", DR_BIG,
+              dl[3] - dl[2], dl[2] - dl[1]);
+    }
     CHECK(peer_tell(c, 1) == 0);
     CHECK(peer_hear(c, &v) == 0); /* the server rewrote DR_NEW bytes */
     CHECK(dr_read(epd, roff, u, lw, DR_AT, DR_NEW, 0, dr_new) == KSFT_PASS);
     if (c->remote) {
         d1 = inl_counter("rma_direct_reads");
-        CHECK(d1 - d0 == DR_DIRECT, "rma_direct_reads %lld -> %lld, expected +%d", d0, d1,
-              DR_DIRECT);
+        CHECK(d1 - d0 == DR_DIRECT + dl[3] - dl[0], "rma_direct_reads %lld -> %lld, expected +%lld",
+              d0, d1, DR_DIRECT + dl[3] - dl[0]);
     }
     CHECK(peer_tell(c, 1) == 0);
     CHECK(peer_hear(c, &v) == 0); /* unregistered */
     CHECK_ERR(scif_vreadfrom(epd, u, 8, roff + DR_AT, SCIF_RMA_SYNC), ENXIO);
     CHECK_ERR(scif_readfrom(epd, 0, 100, roff + DR_AT, SCIF_RMA_SYNC), ENXIO);
     CHECK_ERR(scif_vreadfrom(epd, u, 8, roff + DR_RO, SCIF_RMA_SYNC), ENXIO);
+    CHECK_ERR(scif_vreadfrom(epd, u, DR_MID, roff + DR_AT, SCIF_RMA_SYNC), ENXIO);
     if (c->remote) {
         CHECK(inl_counter("rma_direct_reads") == d1, "a direct read after the unregistration");
     }
-    CHECK_OK(scif_unregister(epd, 0, 65536));
+    CHECK_OK(scif_unregister(epd, 0, 2 << 20));
     CHECK(peer_tell(c, 1) == 0);
     CHECK_OK(scif_close(epd));
     free(lw);
@@ -1322,7 +1349,8 @@ static const struct peer_test tests[] = {
     {"peer rma: vwriteto 1 B .. 16 MiB unaligned, data checked", srv_plain, vwriteto_cli, 900, 0},
     {"peer rma: 1, 8, 100, N-1, N, N+1 B of the four calls; across hosts counted inline",
      srv_inline, inline_cli, 600, 0},
-    {"peer rma: small reads by read key after the first, live data, ENXIO once unregistered",
+    {"peer rma: reads by read key after the first, small and large, live data, ENXIO once "
+     "unregistered",
      srv_direct, direct_cli, 300, 0},
     {"peer rma: fence mark/wait over asynchronous transfers", srv_plain, fence_mark_cli, 300, 0},
     {"peer rma: local and remote fence signals after the data", srv_signal, fence_signal_cli, 300,
