@@ -107,8 +107,8 @@
  *     connections.
  * 19. RMA (scif_rdma_rma.c, docs/transport.md "RMA across hosts") is
  *     target-driven: the host owning the window does the RDMA, so no key of
- *     a window leaves its host (but for small reads, steps 23-25).  The initiator (the transport's rma
- *     operation) cuts the range in requests of at most ka->rma_pages pages
+ *     a window leaves its host (but for reads, steps 23-25).  The
+ *     initiator (the transport's rma operation) cuts the range in requests of at most ka->rma_pages pages
  *     (SCIF_RDMA_RMA_PAGES or what the device registers, minus one); for
  *     each it takes one of SCIF_RDMA_RMA_REQS request slots of the link,
  *     DMA-maps its local pages, registers them in an MR of its own
@@ -195,12 +195,13 @@
  *     request (IB_WR_REG_MR) has not completed: a peer can stall our send
  *     queue (completions come in order, after its acknowledgements), so
  *     after SRD_RMA_KILL_WAIT the caller ends the link, which flushes it.
- * 23. Read keys (scif_rdma_key.c): an exception to step 19 for small
- *     reads.  Once the owner of a window served an inline read of it
- *     (op 4) with status 0, and the module parameter direct_reads is on,
- *     it registers the chunk of that window holding the range (ka->rma_pages
- *     pages, aligned in the window; only a window with SCIF_PROT_READ)
- *     for remote read only and sends RKEY (dst, src = the connection ids,
+ * 23. Read keys (scif_rdma_key.c): an exception to step 19 for reads.
+ *     Once the owner of a window served a read of it (op 1 or 4) with
+ *     status 0, and the module parameter direct_reads is on, it registers
+ *     the chunks of that window holding the range's first and last byte
+ *     (ka->rma_pages pages each, aligned in the window; only a window
+ *     with SCIF_PROT_READ; one chunk per connection once) for remote read
+ *     only and sends RKEY (dst, src = the connection ids,
  *     arg = a key id unique among the link's, payload a struct
  *     srd_rma_wire: the chunk's offset in its registered space, MR
  *     address, key, length) before the read's RMA_DONE.  At most
@@ -227,8 +228,15 @@
  *     connection is one RDMA READ of the owner's MR into a bounce buffer
  *     of the reader (the PD's local DMA key), copied into the caller's
  *     pages once it completed: no frame, no work on the owner's CPU.  A
- *     failed READ ends the link (step 8; the call gets ECONNRESET), as
- *     any failed RDMA does.  Any other read goes by steps 19-22.
+ *     larger read is cut as in step 19, but a request that would start
+ *     inside a key of its connection is instead RDMA READs of the owner's
+ *     MR (up to the key's end at most; SRD_DIRECT_WRS of them at once, of
+ *     at least SRD_DIRECT_WR_MIN bytes each), straight into the caller's
+ *     pages, registered for local write only (IB_WR_REG_MR), in the
+ *     call's pipeline like a request.  A failed READ ends the link (step
+ *     8; the call gets ECONNRESET), as any failed RDMA does.  Any other
+ *     read, and any part of one that starts outside every key, goes by
+ *     steps 19-22.
  *
  * Locking: srd_cfg_mutex protects srd_self and srd_peers (the list and
  * each peer's id/address/port); it is never held while destroying a
@@ -332,6 +340,9 @@
 #define SCIF_RDMA_RMA_INLINE	8000
 /* requests of one RMA call in flight, most (of the link's RMA_REQS) */
 #define SRD_RMA_PIPE		4
+/* a direct read's RDMA READs in flight (step 25), most, and their size, least */
+#define SRD_DIRECT_WRS		4
+#define SRD_DIRECT_WR_MIN	(16 * 1024)
 /* how long a killed initiator waits for its request's RMA_DONE, most */
 #define SRD_RMA_KILL_WAIT	(5 * HZ)
 /* a peer fence wait (op 7) looks whether its link died this often */

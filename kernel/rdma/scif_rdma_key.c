@@ -3,13 +3,15 @@
  * scif_rdma: direct reads (scif_rdma.h steps 23-25, docs/transport.md
  * "Direct reads").
  *
- * A small read across hosts is otherwise two SENDs in a row (RMA_REQ,
- * then RMA_DONE with the data).  Here the host owning a window, once it
- * served a small read of it, gives the reader a read key: one chunk of
- * the window (at most ka->rma_pages pages, aligned in the window),
- * registered for remote read only.  The reader's later small reads inside
- * that chunk are one RDMA READ, answered by the owner's device, as
- * ib_read_lat's are.  The owner revokes a key before the window's
+ * A read across hosts is otherwise a request and its answer: two SENDs in
+ * a row, with an RDMA WRITE by the owner between them for more than a
+ * frame's worth.  Here the host owning a window, once it served a read of
+ * it, gives the reader read keys: chunks of the window (at most
+ * ka->rma_pages pages, aligned in the window), registered for remote read
+ * only.  The reader's later reads inside those chunks are one RDMA READ
+ * each (a small one into a bounce buffer, a larger one straight into the
+ * caller's pages; scif_rdma_rma.c), answered by the owner's device, as
+ * ib_read_lat's and ib_read_bw's are.  The owner revokes a key before the window's
  * unregistration (or its endpoint's close) returns: REVOKE, the reader
  * answers once its reads with that key completed, and only then is the
  * MR invalidated and the window let go.  A reader that does not answer
@@ -33,7 +35,7 @@
 bool srd_direct_reads = true;
 module_param_named(direct_reads, srd_direct_reads, bool, 0644);
 MODULE_PARM_DESC(direct_reads,
-		 "give peer hosts read keys for direct small reads (default on)");
+		 "give peer hosts read keys for direct reads (default on)");
 
 /* reads this host did directly, read keys of ours live (sysfs) */
 atomic_t srd_rma_direct_reads = ATOMIC_INIT(0);

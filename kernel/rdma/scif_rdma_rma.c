@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * scif_rdma: RMA across hosts (scif_rdma.h steps 19-22).
+ * scif_rdma: RMA across hosts (scif_rdma.h steps 19-22, 25).
  *
  * Target-driven: the host that owns a window does the RDMA, so no key of
- * a window ever leaves its host and every access is checked against the
+ * a window leaves its host but a read key (remote read only, revoked
+ * before the window goes) and every access is checked against the
  * owner's own windows by scif.ko (scif_remote_rma_get()).  The initiator
  * registers only its own local pages for each request in flight (a
  * fast-registration MR, remote access limited to what the operation
@@ -11,9 +12,10 @@
  * requests of one call are in flight at once.  A call of at most
  * SCIF_RDMA_RMA_INLINE bytes is one inline request instead: its data
  * travels in the frames (the RMA_REQ of a write, the RMA_DONE of a read),
- * copied by the CPU on both sides, with no MR and no RDMA.  A small read
- * the owner gave a read key for is one RDMA READ instead
- * (scif_rdma_key.c).
+ * copied by the CPU on both sides, with no MR and no RDMA.  A read inside
+ * a chunk the owner gave a read key for is one RDMA READ by the reader
+ * instead (scif_rdma_key.c; srd_direct_read() for a small one,
+ * srd_req_direct() for a part of a larger one).
  */
 
 #include <linux/scatterlist.h>
@@ -39,7 +41,7 @@ struct srd_req {
 	u32 id;
 	u32 lid;			/* our connection id */
 	bool done;
-	int status;			/* positive errno from the target */
+	int status;			/* the target's errno; a direct read's */
 	struct srd_map m;
 	/*
 	 * An inline read or a peer fence mark: the RMA_DONE's data goes to
@@ -709,25 +711,62 @@ out:
 }
 
 /*
+ * Post the RDMA READs of direct read @req: @len bytes at @raddr of key
+ * @rkey into its MR, cut in up to SRD_DIRECT_WRS READs of at least
+ * SRD_DIRECT_WR_MIN bytes, all in flight at once, as ib_read_bw keeps
+ * several: the owner's device can answer one while the next is on its
+ * way (what that gains on Soft-RoCE under TCG is within the run-to-run
+ * swing: docs/transport.md, "Direct reads").  0 or the first error;
+ * *@posted READs are out either way.
+ */
+static int srd_direct_post(struct srd_req *req, u64 raddr, u32 rkey, u32 len,
+			   unsigned int *posted)
+{
+	u32 n = min_t(u32, SRD_DIRECT_WRS, DIV_ROUND_UP(len, SRD_DIRECT_WR_MIN));
+	u32 piece = DIV_ROUND_UP(len, n), at;
+	struct ib_rdma_wr wr = {
+		.wr.opcode = IB_WR_RDMA_READ,
+		.wr.num_sge = 1,
+		.rkey = rkey,
+	};
+	struct ib_sge sge;
+	int ret = 0;
+
+	*posted = 0;
+	for (at = 0; at < len && !ret; at += piece) {
+		sge.addr = req->m.mr->iova + at;
+		sge.length = min(piece, len - at);
+		sge.lkey = req->m.mr->lkey;
+		wr.wr.sg_list = &sge;
+		wr.remote_addr = raddr + at;
+		ret = srd_rwr_post(&req->r, &wr.wr);
+		if (!ret)
+			(*posted)++;
+	}
+	return ret;
+}
+
+/*
  * Start direct read @req, a slot of the link taken (step 25): if a read
- * key of connection @serial holds far offset @roff, one RDMA READ of up
- * to *@len bytes (clipped to the key) into @pages from byte @off of
+ * key of connection @serial holds far offset @roff, RDMA READs of up to
+ * *@len bytes (clipped to the key) into @pages from byte @off of
  * pages[0], registered for local write only.  -ENOENT if no key holds
  * @roff (the slot still taken: the caller sends a request instead); 0 if
- * the READ is out (srd_req_wait() then ends it), with the bytes it reads
- * in *@len; else everything is released, the slot included.
+ * READs are out (srd_req_wait() then ends it, and reports a failure to
+ * post the rest), with the bytes it reads in *@len; else everything is
+ * released, the slot included.
  */
 static int srd_req_direct(struct srd_ka *ka, u64 gen, u64 serial, u64 roff,
 			  struct page **pages, unsigned int off, u32 *len,
 			  struct srd_req *req)
 {
-	struct ib_rdma_wr wr = {};
-	struct ib_sge sge;
+	unsigned int posted = 0;
+	u64 raddr;
+	u32 rkey;
 	int ret;
 
 	memset(req, 0, sizeof(*req));
-	req->key = srd_key_get(ka, serial, roff, len, &wr.remote_addr,
-			       &wr.rkey);
+	req->key = srd_key_get(ka, serial, roff, len, &raddr, &rkey);
 	if (!req->key)
 		return -ENOENT;
 	req->r.ka = ka;
@@ -738,16 +777,10 @@ static int srd_req_direct(struct srd_ka *ka, u64 gen, u64 serial, u64 roff,
 		ret = srd_reg(ka, &req->m, IB_ACCESS_LOCAL_WRITE);
 	if (!ret && fatal_signal_pending(current))
 		ret = -EINTR;
-	if (!ret) {
-		sge.addr = req->m.mr->iova;
-		sge.length = *len;
-		sge.lkey = req->m.mr->lkey;
-		wr.wr.opcode = IB_WR_RDMA_READ;
-		wr.wr.sg_list = &sge;
-		wr.wr.num_sge = 1;
-		ret = srd_rwr_post(&req->r, &wr.wr);
-	}
 	if (!ret)
+		ret = srd_direct_post(req, raddr, rkey, *len, &posted);
+	req->status = ret;	/* READs out: srd_req_direct_end() says it */
+	if (!ret || posted)
 		return 0;
 	srd_unmap(ka, &req->m);
 	srd_key_put(ka, gen, req->key);
@@ -763,10 +796,10 @@ static int srd_req_direct(struct srd_ka *ka, u64 gen, u64 serial, u64 roff,
  */
 static int srd_req_direct_end(struct srd_ka *ka, struct srd_req *req)
 {
-	int ret = 0;
+	int ret = req->status;	/* a READ not posted: -ECONNRESET, -EINTR */
 
 	srd_rwr_wait(&req->r);
-	if (req->r.status || READ_ONCE(ka->dead))
+	if (!ret && (req->r.status || READ_ONCE(ka->dead)))
 		ret = -ECONNRESET;
 	srd_unmap(ka, &req->m);
 	srd_key_put(ka, req->gen, req->key);
@@ -908,7 +941,9 @@ int srd_fence(struct scif_endpt *ep, struct scif_endpt *p, int op, int *mark)
  * SCIF_RMA_ORDERED: the last request, which carries the last bytes, is
  * sent only once every earlier one completed.  A call of at most
  * SCIF_RDMA_RMA_INLINE bytes is one inline request (SRD_RMA_IREAD or
- * SRD_RMA_IWRITE).
+ * SRD_RMA_IWRITE), or one direct read.  A part of a larger read that
+ * starts inside a read key is a direct read up to the key's end at most,
+ * in the pipeline like a request.
  */
 int srd_rma(struct scif_endpt *ep, struct scif_endpt *p, int op, u64 roff,
 	    struct page **pages, unsigned int first_off, size_t len,

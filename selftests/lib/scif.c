@@ -14,15 +14,9 @@ int ep_open(int node) {
 
 /* Number of emulated nodes the module was loaded with, or -1 if unknown. */
 int module_nodes_param(void) {
-    FILE *f = fopen("/sys/module/scif/parameters/nodes", "r");
-    int n = -1;
+    long long n = read_long("/sys/module/scif/parameters/nodes");
 
-    if (f) {
-        if (fscanf(f, "%d", &n) != 1)
-            n = -1;
-        fclose(f);
-    }
-    return n;
+    return n >= 0 && n <= 1024 ? (int)n : -1;
 }
 
 /* Highest online node id as seen from node 0, or -1 on error. */

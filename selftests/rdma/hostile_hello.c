@@ -67,6 +67,9 @@
  * waits for receiver-not-ready retries without end (RC), and so does
  * every later completion of its send queue, while our PINGs keep the
  * link alive.
+ * With -V PORT it opens connection 7 to PORT ("selftests/rdma/scif_nodes
+ * unreg") and is a reader that never answers the revocation of its read
+ * key (revoke_unanswered() below: "rma revoke ..." lines).
  *
  * Prints one line "hostile_hello VARIANT SRC DST: RESULT" and exits with
  *   0  REJECTED (the line says the reject status)
@@ -224,7 +227,7 @@ static int next_event(struct rdma_event_channel *ch, enum rdma_cm_event_type *ty
 
 static int usage(void) {
     fprintf(stderr, "usage: hostile_hello [-t SECONDS] [-f] [-c PORT] [-C PORT] [-R PORT] "
-                    "[-K PORT] [-I PORT] [-H PORT [-S]] ADDR PORT VARIANT SRC DST\n");
+                    "[-K PORT] [-I PORT] [-H PORT [-S]] [-V PORT] ADDR PORT VARIANT SRC DST\n");
     return 2;
 }
 
@@ -398,6 +401,7 @@ static uint8_t rma_ping[FRAME_HDR];
 static struct ibv_mr *rma_rmr, *rma_pmr;
 static unsigned int rma_unreported; /* receives reposted, for lcredits */
 static uint32_t rma_wire_len;       /* of the last RMA_REQ wait_frame() took */
+static uint8_t rma_wire[RMA_WIRE];  /* the wire of the last frame wait_frame() took */
 static uint32_t rma_frame_peer;     /* the source id of the last frame wait_frame() took */
 static int hung_stall;              /* -S: -H stalls the peer's send queue */
 
@@ -442,12 +446,13 @@ static int ping_due(struct rdma_cm_id *id, long long *last) {
 }
 
 /*
- * The next frame of @type (RMA_DONE, DATA) for our connection frame_src
- * (other frames, e.g. PINGs, are skipped) within timeout_ms, sending a
- * PING every second meanwhile: the frame's arg (for RMA_DONE the request
- * id) in *@rid and arg2 (the status) in *@status; 0, or -1 if none came.
+ * The next frame of @type (RMA_DONE, DATA, ...) for connection @dst (0:
+ * a frame of the link, REVOKE or REVOKE_ACK) within timeout_ms (other
+ * frames, e.g. PINGs, are skipped), sending a PING every second meanwhile: the frame's arg (for
+ * RMA_DONE the request id) in *@rid and arg2 (the status) in *@status; 0, or -1 if none came.
  */
-static int wait_frame(struct rdma_cm_id *id, int type, uint32_t *rid, uint32_t *status) {
+static int wait_frame_to(struct rdma_cm_id *id, int type, uint32_t dst, uint32_t *rid,
+                         uint32_t *status) {
     long long end = now_ms() + timeout_ms, last = now_ms();
     struct ibv_wc wc;
     uint8_t *f;
@@ -464,10 +469,12 @@ static int wait_frame(struct rdma_cm_id *id, int type, uint32_t *rid, uint32_t *
             continue;
         }
         f = rma_rbuf[wc.wr_id];
-        if (wc.byte_len >= FRAME_HDR && f[4] == type && get32(f + 8) == frame_src) {
+        if (wc.byte_len >= FRAME_HDR && f[4] == type && get32(f + 8) == dst) {
             *rid = get32(f + 20);
             *status = get32(f + 24);
             rma_wire_len = wc.byte_len >= FRAME_HDR + RMA_WIRE ? get32(f + FRAME_HDR + 20) : 0;
+            if (wc.byte_len >= FRAME_HDR + RMA_WIRE)
+                memcpy(rma_wire, f + FRAME_HDR, RMA_WIRE);
             rma_frame_peer = get32(f + 12);
             return rma_post_recv(id, (int)wc.wr_id) ? -1 : 0;
         }
@@ -475,6 +482,11 @@ static int wait_frame(struct rdma_cm_id *id, int type, uint32_t *rid, uint32_t *
             return -1;
     }
     return -1;
+}
+
+/* The same for a frame to our connection frame_src. */
+static int wait_frame(struct rdma_cm_id *id, int type, uint32_t *rid, uint32_t *status) {
+    return wait_frame_to(id, type, frame_src, rid, status);
 }
 
 /* An RMA_REQ (request @rid, @op) to connection @dst in @f; its length. */
@@ -807,6 +819,130 @@ static void hung_target(struct rdma_cm_id *id, unsigned int port) {
     ibv_dereg_mr(mr);
 }
 
+static uint64_t get64(const uint8_t *p) {
+    return (uint64_t)get32(p) << 32 | get32(p + 4);
+}
+
+/* A REVOKE or REVOKE_ACK (@type) of key @kid in @f (no ids); its length. */
+static int revoke_frame(uint8_t *f, int type, uint32_t kid) {
+    frame_hdr(f, (unsigned int)type, rma_unreported, 0, 0);
+    rma_unreported = 0;
+    put32(f + 12, 0); /* a frame of the link: no source id either */
+    put32(f + 20, kid);
+    return FRAME_HDR;
+}
+
+/*
+ * One RDMA READ of 8 bytes at @iova with @rkey into @dmr (its first 8
+ * bytes): the status of
+ * its work completion, or -1 if none came within timeout_ms.
+ */
+static int stale_read(struct rdma_cm_id *id, struct ibv_mr *dmr, uint64_t iova, uint32_t rkey) {
+    struct ibv_sge sge = {(uintptr_t)dmr->addr, 8, dmr->lkey};
+    struct ibv_send_wr wr, *bad;
+    long long end = now_ms() + timeout_ms;
+    struct ibv_wc wc;
+    int n;
+
+    memset(&wr, 0, sizeof(wr));
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_RDMA_READ;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.rdma.remote_addr = iova;
+    wr.wr.rdma.rkey = rkey;
+    if (ibv_post_send(id->qp, &wr, &bad))
+        return -1;
+    while (now_ms() < end) {
+        n = ibv_poll_cq(id->send_cq, 1, &wc);
+        if (n < 0)
+            return -1;
+        if (n)
+            return (int)wc.status;
+        usleep(1000);
+    }
+    return -1;
+}
+
+/*
+ * -V PORT: connect to PORT on the listener's host as connection 7 (from
+ * port 11; "selftests/rdma/scif_nodes unreg", a window at BADKEY_ROFF)
+ * and be a reader that never answers a revocation (steps 23-24).  An
+ * inline read of 8 bytes there brings a read key before its answer
+ * ("rma revoke key 1"), with which an RDMA READ of 8 bytes reads the
+ * window's bytes ("rma revoke key read status 0 data ok"); a REVOKE of a
+ * key id the listener's host never
+ * had is answered all the same ("rma revoke unknown answered 1"); a byte
+ * on the connection makes the listener unregister the window, whose
+ * REVOKE of our key we take and never answer ("rma revoke asked 1");
+ * the listener's byte says that its scif_unregister() returned all the
+ * same ("rma revoke unregistered 1"); an inline read there is then
+ * refused ("rma revoke read status N": ENXIO); and last an RDMA READ
+ * with the revoked key fails ("rma revoke stale read status N", the work
+ * completion's status: IBV_WC_REM_ACCESS_ERR once the MR was invalidated; -1
+ * if none came), which fails our QP.
+ */
+static void revoke_unanswered(struct rdma_cm_id *id, unsigned int port) {
+    static uint8_t buf[FRAME_HDR + RMA_WIRE], dst[8];
+    struct ibv_mr *mr = ibv_reg_mr(id->pd, buf, sizeof(buf), 0);
+    struct ibv_mr *dmr = ibv_reg_mr(id->pd, dst, sizeof(dst), IBV_ACCESS_LOCAL_WRITE);
+    uint32_t conn = 0, rid, status, kid = 0, rkey = 0, unknown = 0x7777;
+    uint64_t iova = 0;
+    int n;
+
+    if (!dmr) {
+        printf("rma setup failed\n");
+        return;
+    }
+    if (rma_conn_open(id, 7, 11, port, mr, buf, &conn))
+        return;
+    if (!conn)
+        goto out;
+    if (wait_frame(id, F_DATA, &rid, &status)) {
+        printf("rma revoke no offset from the server\n");
+        goto out;
+    }
+    /* the RKEY comes before the answer, which wait_frame() then finds */
+    n = rma_req_data(buf, conn, 1, RMA_IREAD, BADKEY_ROFF, 8, 0, 1);
+    if (send_frame(id, mr, buf, n) || wait_frame(id, F_RKEY, &kid, &status))
+        kid = 0;
+    iova = get64(rma_wire + 8);
+    rkey = get32(rma_wire + 16);
+    printf("rma revoke key %d\n", kid != 0);
+    if (!kid || wait_frame(id, F_RMA_DONE, &rid, &status) || status)
+        goto out;
+    /* the key works while the window is there: its bytes are 0x5a */
+    memset(dst, 0, sizeof(dst));
+    n = stale_read(id, dmr, iova, rkey);
+    printf("rma revoke key read status %d data %s\n", n,
+           dst[0] == 0x5a && dst[7] == 0x5a ? "ok" : "bad");
+    n = revoke_frame(buf, F_REVOKE, unknown);
+    printf("rma revoke unknown answered %d\n",
+           !send_frame(id, mr, buf, n) && !wait_frame_to(id, F_REVOKE_ACK, 0, &rid, &status) &&
+               rid == unknown);
+    frame_hdr(buf, F_DATA, rma_unreported, conn, 1);
+    rma_unreported = 0;
+    buf[FRAME_HDR] = 1;
+    if (send_frame(id, mr, buf, FRAME_HDR + 1))
+        goto out;
+    printf("rma revoke asked %d\n", !wait_frame_to(id, F_REVOKE, 0, &rid, &status) && rid == kid);
+    fflush(stdout);
+    if (wait_frame(id, F_DATA, &rid, &status))
+        goto out;
+    printf("rma revoke unregistered 1\n");
+    n = rma_req_data(buf, conn, 2, RMA_IREAD, BADKEY_ROFF, 8, 0, 1);
+    status = (uint32_t)-1;
+    if (send_frame(id, mr, buf, n) || wait_frame(id, F_RMA_DONE, &rid, &status))
+        status = (uint32_t)-1;
+    printf("rma revoke read status %d\n", (int)status);
+    printf("rma revoke stale read status %d\n", stale_read(id, dmr, iova, rkey));
+out:
+    ibv_dereg_mr(dmr);
+    ibv_dereg_mr(rma_pmr);
+    ibv_dereg_mr(rma_rmr);
+    ibv_dereg_mr(mr);
+}
+
 /* -f: the malformed frames, then a valid PING; frames sent, or -1. */
 static int send_frames(struct rdma_cm_id *id) {
     static uint8_t buf[256];
@@ -840,9 +976,9 @@ int main(int argc, char **argv) {
     unsigned long src, dst;
     char *end;
     int opt, len, status, ret, frames = 0, cport = 0, crport = 0, rport = 0, kport = 0, iport = 0;
-    int hport = 0;
+    int hport = 0, vport = 0;
 
-    while ((opt = getopt(argc, argv, "fSc:C:R:K:I:H:t:")) != -1) {
+    while ((opt = getopt(argc, argv, "fSc:C:R:K:I:H:V:t:")) != -1) {
         if (opt == 'f') {
             frames = 1;
             continue;
@@ -860,6 +996,12 @@ int main(int argc, char **argv) {
         if (opt == 'K') {
             kport = atoi(optarg);
             if (kport < 1 || kport > 65535)
+                return usage();
+            continue;
+        }
+        if (opt == 'V') {
+            vport = atoi(optarg);
+            if (vport < 1 || vport > 65535)
                 return usage();
             continue;
         }
@@ -951,6 +1093,9 @@ int main(int argc, char **argv) {
     param.private_data_len = (uint8_t)len;
     param.retry_count = 7;
     param.rnr_retry_count = 7;
+    /* -V reads by RDMA READ, -I's peer reads from us */
+    param.initiator_depth = vport ? 1 : 0;
+    param.responder_resources = iport ? 1 : 0;
     if (rdma_connect(id, &param))
         return setup_error(tag, "rdma_connect", errno);
     ret = next_event(ch, &type, &status);
@@ -979,6 +1124,8 @@ int main(int argc, char **argv) {
             inline_answers(id, (unsigned int)iport);
         if (hport)
             hung_target(id, (unsigned int)hport);
+        if (vport)
+            revoke_unanswered(id, (unsigned int)vport);
         printf("hostile_hello %s: ESTABLISHED\n", tag);
         if (kport || iport) {
             /*

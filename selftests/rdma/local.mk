@@ -9,7 +9,7 @@
 noinst_PROGRAMS += rdma/scif_nodes
 rdma_scif_nodes_SOURCES = rdma/scif_nodes.c
 rdma_scif_nodes_CPPFLAGS = -I$(top_srcdir)/include
-rdma_scif_nodes_LDADD = $(top_builddir)/lib/libscif.la
+rdma_scif_nodes_LDADD = lib/libscif_selftest.la $(top_builddir)/lib/libscif.la
 
 # Node loss across hosts: server and client halves on the peer fixture
 # (tools/vm/rdma-msg.test).

@@ -13,6 +13,10 @@
  * bytes at offset ROFF on it, sends ROFF (8 bytes), prints "window PORT:
  * node N", and waits (at most SECONDS) until the connection ends:
  * "window PORT: ended ERRNONAME" (0 for an orderly close).
+ * "unreg PORT ROFF LEN SECONDS" does the same, but unregisters the window
+ * once the peer sends a byte (it holds a read key for it then), prints
+ * "unreg PORT: unregistered ok|ERRNONAME keys K0 -> K1" (this host's
+ * rma_keys before and after the call) and sends a byte back.
  * With "reads PORT SECONDS" (rdma-hostile.test, a hostile peer answering
  * our RMA) it listens on PORT, accepts one connection within SECONDS and
  * reads 8 bytes (inline across hosts), then 64 KiB (by RDMA), then 16
@@ -42,6 +46,11 @@
 #include <unistd.h>
 #include <sys/wait.h>
 #include <scif.h>
+
+#include "../lib/scif_test.h"
+
+/* read keys this host gave out and has not revoked */
+#define RMA_KEYS "/sys/kernel/scif_rdma/rma_keys"
 
 static const char *errname(int e) {
     switch (e) {
@@ -80,43 +89,103 @@ static int accept_one(const char *cmd, uint16_t port, int seconds, scif_epd_t *l
     return 0;
 }
 
-/* The "window" command: one registered window for a hostile peer to hit. */
-static int window(uint16_t port, off_t roff, size_t len, int seconds) {
-    scif_epd_t lst, ep;
+/*
+ * Accept one connection on @port within @seconds, register @len bytes at
+ * @roff on it and send @roff (8 bytes); "CMD PORT: node N".  0 or 1.
+ */
+static int window_open(const char *cmd, uint16_t port, off_t roff, size_t len, int seconds,
+                       scif_epd_t *lst, scif_epd_t *ep, void **buf) {
     struct scif_portID peer;
-    struct pollfd p;
-    void *buf = NULL;
-    char c;
-    int ret;
+    int64_t off64 = roff;
 
-    if (accept_one("window", port, seconds, &lst, &ep, &peer))
+    if (accept_one(cmd, port, seconds, lst, ep, &peer))
         return 1;
-    if (posix_memalign(&buf, 4096, len)) {
+    if (posix_memalign(buf, 4096, len)) {
         perror("window: posix_memalign");
         return 1;
     }
-    memset(buf, 0x5a, len);
-    if (scif_register(ep, buf, len, roff, SCIF_PROT_READ | SCIF_PROT_WRITE, SCIF_MAP_FIXED) !=
+    memset(*buf, 0x5a, len);
+    if (scif_register(*ep, *buf, len, roff, SCIF_PROT_READ | SCIF_PROT_WRITE, SCIF_MAP_FIXED) !=
         roff) {
         perror("window: scif_register");
         return 1;
     }
     /* the peer learns that the window is there (its offset, 8 bytes) */
-    int64_t off64 = roff;
-
-    if (scif_send(ep, &off64, sizeof(off64), SCIF_SEND_BLOCK) != sizeof(off64)) {
+    if (scif_send(*ep, &off64, sizeof(off64), SCIF_SEND_BLOCK) != sizeof(off64)) {
         perror("window: scif_send");
         return 1;
     }
-    printf("window %u: node %u\n", port, peer.node);
+    printf("%s %u: node %u\n", cmd, port, peer.node);
     fflush(stdout);
-    p = (struct pollfd){.fd = scif_get_fd(ep), .events = POLLIN};
+    return 0;
+}
+
+/*
+ * Wait (at most @seconds) for a byte from the peer or the connection's
+ * end: 1 if a byte came, 0 if the connection ended ("CMD PORT: ended
+ * ERRNONAME"), -1 if neither came in time.
+ */
+static int window_wait(const char *cmd, uint16_t port, scif_epd_t ep, int seconds) {
+    struct pollfd p = {.fd = scif_get_fd(ep), .events = POLLIN};
+    char c;
+    int ret;
+
     if (poll(&p, 1, seconds * 1000) != 1) {
-        printf("window %u: still connected after %d s\n", port, seconds);
-        return 1;
+        printf("%s %u: still connected after %d s\n", cmd, port, seconds);
+        return -1;
     }
     ret = scif_recv(ep, &c, 1, 0);
-    printf("window %u: ended %s\n", port, ret < 0 ? errname(errno) : "0");
+    if (ret == 1)
+        return 1;
+    printf("%s %u: ended %s\n", cmd, port, ret < 0 ? errname(errno) : "0");
+    return 0;
+}
+
+/* The "window" command: one registered window for a hostile peer to hit. */
+static int window(uint16_t port, off_t roff, size_t len, int seconds) {
+    scif_epd_t lst, ep;
+    void *buf = NULL;
+    int ret;
+
+    if (window_open("window", port, roff, len, seconds, &lst, &ep, &buf))
+        return 1;
+    ret = window_wait("window", port, ep, seconds);
+    if (ret < 0)
+        return 1;
+    if (ret == 1) /* a byte: as before the end */
+        printf("window %u: ended 0\n", port);
+    scif_close(ep);
+    scif_close(lst);
+    free(buf);
+    return 0;
+}
+
+/*
+ * The "unreg" command: a window as "window" does, unregistered once the
+ * peer sends a byte (it holds a read key for it by then); prints "unreg
+ * PORT: unregistered ok|ERRNONAME keys K0 -> K1" (rma_keys before and
+ * after the call), sends a byte, then waits for the end as "window".
+ */
+static int unreg(uint16_t port, off_t roff, size_t len, int seconds) {
+    scif_epd_t lst, ep;
+    void *buf = NULL;
+    long long k0, k1;
+    char c = 1;
+    int ret;
+
+    if (window_open("unreg", port, roff, len, seconds, &lst, &ep, &buf) ||
+        window_wait("unreg", port, ep, seconds) != 1)
+        return 1;
+    k0 = read_long(RMA_KEYS);
+    ret = scif_unregister(ep, roff, len);
+    k1 = read_long(RMA_KEYS);
+    printf("unreg %u: unregistered %s keys %lld -> %lld\n", port, ret ? errname(errno) : "ok", k0,
+           k1);
+    fflush(stdout);
+    if (scif_send(ep, &c, 1, SCIF_SEND_BLOCK) != 1)
+        printf("unreg %u: send %s\n", port, errname(errno));
+    if (window_wait("unreg", port, ep, seconds) < 0)
+        return 1;
     scif_close(ep);
     scif_close(lst);
     free(buf);
@@ -272,6 +341,9 @@ int main(int argc, char **argv) {
     } else if (argc == 6 && !strcmp(argv[1], "window")) {
         return window((uint16_t)strtoul(argv[2], NULL, 0), (off_t)strtoull(argv[3], NULL, 0),
                       strtoull(argv[4], NULL, 0), atoi(argv[5]));
+    } else if (argc == 6 && !strcmp(argv[1], "unreg")) {
+        return unreg((uint16_t)strtoul(argv[2], NULL, 0), (off_t)strtoull(argv[3], NULL, 0),
+                     strtoull(argv[4], NULL, 0), atoi(argv[5]));
     } else if (argc == 4 && !strcmp(argv[1], "reads")) {
         return reads((uint16_t)strtoul(argv[2], NULL, 0), atoi(argv[3]));
     } else if (argc == 6 && !strcmp(argv[1], "hung")) {
@@ -279,8 +351,8 @@ int main(int argc, char **argv) {
                     atoi(argv[5]));
     } else if (argc != 1) {
         fprintf(stderr,
-                "usage: %s [connect NODE PORT | window PORT ROFF LEN SECONDS | reads PORT "
-                "SECONDS | hung PORT N LEN SECONDS]\n",
+                "usage: %s [connect NODE PORT | window|unreg PORT ROFF LEN SECONDS | reads "
+                "PORT SECONDS | hung PORT N LEN SECONDS]\n",
                 argv[0]);
         return 2;
     }

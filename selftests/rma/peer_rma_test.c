@@ -164,18 +164,10 @@ static int srv_check(const uint8_t *buf, const int64_t exp[3]) {
 
 /* A decimal sysfs counter of scif_rdma, or -1. */
 static long long inl_counter(const char *name) {
-    char path[128], line[64];
-    long long v = -1;
-    FILE *f;
+    char path[128];
 
     snprintf(path, sizeof(path), INL_SYSFS "%s", name);
-    f = fopen(path, "r");
-    if (!f)
-        return -1;
-    if (!fgets(line, sizeof(line), f) || sscanf(line, "%lld", &v) != 1)
-        v = -1;
-    fclose(f);
-    return v;
+    return read_long(path);
 }
 
 /* N: across hosts scif_rdma's (0 if unreadable), else INL_EMULATED. */
