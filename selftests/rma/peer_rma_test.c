@@ -355,7 +355,7 @@ static int srv_inline(struct peer_ctx *c) {
  * the client's rma_direct_reads grows by exactly the reads after the
  * first of each place (DR_DIRECT), and the server's rma_keys is 0 as soon
  * as scif_unregister() returned.  Larger reads go direct too: DR_MID
- * bytes inside the first key are one RDMA READ; DR_BIG bytes from DR_AT
+ * bytes inside the first key are one direct part; DR_BIG bytes from DR_AT
  * run past the end of its chunk (at most 256 pages), so the first
  * vreadfrom of them is partly a request, whose answer brings the next
  * chunk's key, and the readfrom after it has more direct parts.
