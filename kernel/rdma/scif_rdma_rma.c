@@ -13,8 +13,8 @@
  * SCIF_RDMA_RMA_INLINE bytes is one inline request instead: its data
  * travels in the frames (the RMA_REQ of a write, the RMA_DONE of a read),
  * copied by the CPU on both sides, with no MR and no RDMA.  A read inside
- * a chunk the owner gave a read key for is one RDMA READ by the reader
- * instead (scif_rdma_key.c; srd_direct_read() for a small one,
+ * a chunk the owner gave a read key for is RDMA READs by the reader
+ * instead (scif_rdma_key.c; srd_direct_read(): one, for a small read;
  * srd_req_direct() for a part of a larger one).
  */
 
@@ -52,7 +52,7 @@ struct srd_req {
 	unsigned int off;
 	u32 len;
 	u8 *ans;
-	/* a direct read (step 25): its RDMA READ with this read key */
+	/* a direct read (step 25): its RDMA READs with this read key */
 	struct srd_rkey *key;
 	u64 gen;
 	struct srd_rwr r;
@@ -789,14 +789,14 @@ static int srd_req_direct(struct srd_ka *ka, u64 gen, u64 serial, u64 roff,
 }
 
 /*
- * End direct read @req: wait for its READ (a killed caller only for
+ * End direct read @req: wait for its READs (a killed caller only for
  * SRD_RMA_KILL_WAIT, then the link ends, srd_rwr_wait()), deregister,
  * unmap, let the key and the slot go.  A failed READ ended the link:
- * -ECONNRESET.
+ * -ECONNRESET; one not posted: the error of its posting.
  */
 static int srd_req_direct_end(struct srd_ka *ka, struct srd_req *req)
 {
-	int ret = req->status;	/* a READ not posted: -ECONNRESET, -EINTR */
+	int ret = req->status;
 
 	srd_rwr_wait(&req->r);
 	if (!ret && (req->r.status || READ_ONCE(ka->dead)))
@@ -941,9 +941,9 @@ int srd_fence(struct scif_endpt *ep, struct scif_endpt *p, int op, int *mark)
  * SCIF_RMA_ORDERED: the last request, which carries the last bytes, is
  * sent only once every earlier one completed.  A call of at most
  * SCIF_RDMA_RMA_INLINE bytes is one inline request (SRD_RMA_IREAD or
- * SRD_RMA_IWRITE), or one direct read.  A part of a larger read that
- * starts inside a read key is a direct read up to the key's end at most,
- * in the pipeline like a request.
+ * SRD_RMA_IWRITE), or one RDMA READ with a read key.  A part of a
+ * larger read that starts inside a read key is a direct read (RDMA READs)
+ * up to the key's end at most, in the pipeline like a request.
  */
 int srd_rma(struct scif_endpt *ep, struct scif_endpt *p, int op, u64 roff,
 	    struct page **pages, unsigned int first_off, size_t len,
@@ -1006,7 +1006,7 @@ int srd_rma(struct scif_endpt *ep, struct scif_endpt *p, int op, u64 roff,
 		}
 		if (start) {
 			serr = -ENOENT;
-			/* inside a read key: one RDMA READ (step 25) */
+			/* inside a read key: RDMA READs (step 25) */
 			if (!inl && op == SCIF_XPRT_RMA_READ)
 				serr = srd_req_direct(ka, gen, serial,
 						      roff + done,
