@@ -108,8 +108,9 @@
  * 19. RMA (scif_rdma_rma.c, docs/transport.md "RMA across hosts") is
  *     target-driven: the host owning the window does the RDMA, so no key of
  *     a window leaves its host (but for reads, steps 23-25).  The
- *     initiator (the transport's rma operation) cuts the range in requests of at most ka->rma_pages pages
- *     (SCIF_RDMA_RMA_PAGES or what the device registers, minus one); for
+ *     initiator (the transport's rma operation) cuts the range in
+ *     requests of at most ka->rma_pages pages (SCIF_RDMA_RMA_PAGES or
+ *     what the device registers, minus one); for
  *     each it takes one of SCIF_RDMA_RMA_REQS request slots of the link,
  *     DMA-maps its local pages, registers them in an MR of its own
  *     (IB_WR_REG_MR; REMOTE_WRITE for a read, REMOTE_READ for a write,
@@ -302,8 +303,8 @@
 #define SCIF_RDMA_MAGIC		0x53434946U	/* "SCIF" */
 /*
  * 2: inline RMA (ops 4 and 5 of step 20, RMA_DONE with data, step 21);
- * 3: peer fences (ops 6 and 7); 4: read keys (steps 23-25).  HELLO checks it exactly, so a module of
- * an older version never links with it.
+ * 3: peer fences (ops 6 and 7); 4: read keys (steps 23-25).  HELLO checks
+ * it exactly, so a module of an older version never links with it.
  */
 #define SCIF_RDMA_VERSION	4
 #define SCIF_RDMA_HELLO_REQ	1
@@ -340,7 +341,7 @@
 #define SCIF_RDMA_RMA_INLINE	8000
 /* requests of one RMA call in flight, most (of the link's RMA_REQS) */
 #define SRD_RMA_PIPE		4
-/* a direct read's RDMA READs in flight (step 25), most, and their size, least */
+/* a direct read's RDMA READs in flight (step 25), most; their size, least */
 #define SRD_DIRECT_WRS		4
 #define SRD_DIRECT_WR_MIN	(16 * 1024)
 /* how long a killed initiator waits for its request's RMA_DONE, most */

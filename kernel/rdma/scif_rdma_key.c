@@ -11,12 +11,13 @@
  * only.  The reader's later reads inside those chunks are one RDMA READ
  * each (a small one into a bounce buffer, a larger one straight into the
  * caller's pages; scif_rdma_rma.c), answered by the owner's device, as
- * ib_read_lat's and ib_read_bw's are.  The owner revokes a key before the window's
- * unregistration (or its endpoint's close) returns: REVOKE, the reader
- * answers once its reads with that key completed, and only then is the
- * MR invalidated and the window let go.  A reader that does not answer
- * within SRD_KEY_REVOKE_WAIT loses the key anyway (its next read with it
- * then fails with a remote access error, which resets the link).
+ * ib_read_lat's and ib_read_bw's are.  The owner revokes a key before
+ * the window's unregistration (or its endpoint's close) returns: REVOKE,
+ * the reader answers once its reads with that key completed, and only
+ * then is the MR invalidated and the window let go.  A reader that does
+ * not answer within SRD_KEY_REVOKE_WAIT loses the key anyway (its next
+ * read with it then fails with a remote access error, which resets the
+ * link).
  *
  * Owner side: struct srd_xkey, on srd_xkeys under srd_key_mutex.
  * Reader side: struct srd_rkey, in ka->keys_in under its xa_lock.
