@@ -8,16 +8,16 @@
  * frame's worth.  Here the host owning a window, once it served a read of
  * it, gives the reader read keys: chunks of the window (at most
  * ka->rma_pages pages, aligned in the window), registered for remote read
- * only.  The reader's later reads inside those chunks are one RDMA READ
- * each (a small one into a bounce buffer, a larger one straight into the
- * caller's pages; scif_rdma_rma.c), answered by the owner's device, as
- * ib_read_lat's and ib_read_bw's are.  The owner revokes a key before
- * the window's unregistration (or its endpoint's close) returns: REVOKE,
- * the reader answers once its reads with that key completed, and only
- * then is the MR invalidated and the window let go.  A reader that does
- * not answer within SRD_KEY_REVOKE_WAIT loses the key anyway (its next
- * read with it then fails with a remote access error, which resets the
- * link).
+ * only.  The reader's later reads inside those chunks are RDMA READs (one
+ * into a bounce buffer for a small read, up to SRD_DIRECT_WRS per chunk
+ * straight into the caller's pages for a larger one; scif_rdma_rma.c),
+ * answered by the owner's device, as ib_read_lat's and ib_read_bw's are.
+ * The owner revokes a key before the window's unregistration (or its
+ * endpoint's close) returns: REVOKE, the reader answers once its reads
+ * with that key completed, and only then is the MR invalidated and the
+ * window let go.  A reader that does not answer within
+ * SRD_KEY_REVOKE_WAIT loses the key anyway (its next read with it then
+ * fails with a remote access error, which resets the link).
  *
  * Owner side: struct srd_xkey, on srd_xkeys under srd_key_mutex.
  * Reader side: struct srd_rkey, in ka->keys_in under its xa_lock.
@@ -38,7 +38,7 @@ module_param_named(direct_reads, srd_direct_reads, bool, 0644);
 MODULE_PARM_DESC(direct_reads,
 		 "give peer hosts read keys for direct reads (default on)");
 
-/* reads this host did directly, read keys of ours live (sysfs) */
+/* reads (or parts of one) this host did directly, our live keys (sysfs) */
 atomic_t srd_rma_direct_reads = ATOMIC_INIT(0);
 atomic_t srd_keys_live = ATOMIC_INIT(0);
 
