@@ -32,8 +32,10 @@
  * without measuring.  --peer connects, registers a local window of the
  * largest size too, and measures per size the bandwidth (MiB/s, as
  * perftest's "MB/sec") of synchronous scif_vreadfrom, scif_vwriteto,
- * scif_readfrom and scif_writeto, then the latency of an 8-byte
- * synchronous scif_vreadfrom (mean and median, us).  Iterations are
+ * scif_readfrom and scif_writeto, then of the same calls asynchronous (no
+ * SCIF_RMA_SYNC, back to back, one fence at the end: several in flight,
+ * as perftest keeps them), then the latency of an 8-byte synchronous
+ * scif_vreadfrom (mean and median, us).  Iterations are
  * bounded: -n ITERS per size and call (default about 16 MiB per size,
  * 20 .. 2000 calls; latency: 2000 calls, or ITERS when fewer), and each
  * measurement stops after -T SECONDS (default 5; latency: twice that) once
@@ -508,8 +510,7 @@ enum rkind { R_VREAD, R_VWRITE, R_READ, R_WRITE };
 static const char *const rkind_name[4] = {"scif_vreadfrom", "scif_vwriteto", "scif_readfrom",
                                           "scif_writeto"};
 
-static int rone(scif_epd_t ep, uint8_t *buf, enum rkind k, size_t len) {
-    const int f = SCIF_RMA_SYNC;
+static int rone(scif_epd_t ep, uint8_t *buf, enum rkind k, size_t len, int f) {
 
     switch (k) {
     case R_VREAD:
@@ -528,17 +529,29 @@ static double remote_secs = 5;
 
 /*
  * MiB/s of up to n calls of kind k at len (after one warm-up call), fewer
- * when remote_secs run out; *done: the calls made.  -1 on error.
+ * when remote_secs run out; *done: the calls made.  Synchronous calls one
+ * after the other, or (async) calls without SCIF_RMA_SYNC issued back to
+ * back, as many in flight as the module admits, and one fence mark and
+ * wait at the end, inside the time: perftest's ib_read_bw keeps several
+ * READs in flight the same way.  -1 on error.
  */
-static double rbw(scif_epd_t ep, uint8_t *buf, enum rkind k, size_t len, long n, long *done) {
+static double rbw(scif_epd_t ep, uint8_t *buf, enum rkind k, size_t len, long n, int async,
+                  long *done) {
+    const int f = async ? 0 : SCIF_RMA_SYNC;
     double t0, t = 0;
+    int mark;
     long i;
 
-    if (rone(ep, buf, k, len))
+    if (rone(ep, buf, k, len, SCIF_RMA_SYNC))
         return -1;
     t0 = now_sec();
     for (i = 0; i < n && (i < 3 || t < remote_secs); i++) {
-        if (rone(ep, buf, k, len))
+        if (rone(ep, buf, k, len, f))
+            return -1;
+        t = now_sec() - t0;
+    }
+    if (async) {
+        if (scif_fence_mark(ep, SCIF_FENCE_INIT_SELF, &mark) || scif_fence_wait(ep, mark))
             return -1;
         t = now_sec() - t0;
     }
@@ -583,7 +596,7 @@ static int remote_peer(struct scif_portID *dst, const size_t *sizes, int nsizes,
     double sum = 0;
     scif_epd_t ep;
     uint8_t *buf;
-    int i, k, fails = 0, lat_failed = 0;
+    int i, k, async, fails = 0, lat_failed = 0;
     long done[4] = {0, 0, 0, 0};
     double lt0;
     char a;
@@ -600,37 +613,43 @@ static int remote_peer(struct scif_portID *dst, const size_t *sizes, int nsizes,
     buf = map_buf(win);
     if (scif_register(ep, buf, win, 0, SCIF_PROT_READ | SCIF_PROT_WRITE, SCIF_MAP_FIXED) != 0)
         die("scif_register (local window)");
-    printf("rma_bench: across hosts, node %u port %u, windows of %zu bytes, synchronous calls\n",
-           dst->node, dst->port, win);
-    printf("bandwidth in MiB/s (perftest's \"MB/sec\"), one call at a time:\n");
-    printf("(calls: of each column, at most %.0f s each)\n", remote_secs);
-    printf("%10s %14s %14s %14s %14s %s\n", "bytes", rkind_name[0], rkind_name[1], rkind_name[2],
-           rkind_name[3], "calls");
-    for (i = 0; i < nsizes; i++) {
-        size_t len = sizes[i];
-        long n = iters;
+    printf("rma_bench: across hosts, node %u port %u, windows of %zu bytes\n", dst->node, dst->port,
+           win);
+    for (async = 0; async < 2; async++) {
+        printf(async ? "\nbandwidth in MiB/s, asynchronous calls (no SCIF_RMA_SYNC) back to back, "
+                       "one fence at the end:\n"
+                     : "bandwidth in MiB/s (perftest's \"MB/sec\"), synchronous calls, one at a "
+                       "time:\n");
+        printf("(calls: of each column, at most %.0f s each)\n", remote_secs);
+        printf("%10s %14s %14s %14s %14s %s\n", "bytes", rkind_name[0], rkind_name[1],
+               rkind_name[2], rkind_name[3], "calls");
+        for (i = 0; i < nsizes; i++) {
+            size_t len = sizes[i];
+            long n = iters;
 
-        if (n <= 0) {
-            n = (long)(16 * MiB / len);
-            n = n > 2000 ? 2000 : n < 20 ? 20 : n;
-        }
-        printf("%10zu", len);
-        for (k = 0; k < 4; k++) {
-            double v = rbw(ep, buf, (enum rkind)k, len, n, &done[k]);
-            char path[48];
-
-            if (v < 0) {
-                fails = 1;
-                printf(" %14s", "failed");
-                fprintf(stderr, "rma_bench: %s %zu: %s\n", rkind_name[k], len, strerror(errno));
-                continue;
+            if (n <= 0) {
+                n = (long)(16 * MiB / len);
+                n = n > 2000 ? 2000 : n < 20 ? 20 : n;
             }
-            printf(" %14.4g", v);
-            snprintf(path, sizeof(path), "%s remote", rkind_name[k]);
-            results_add("bandwidth", path, len, v, "MiB/s");
+            printf("%10zu", len);
+            for (k = 0; k < 4; k++) {
+                double v = rbw(ep, buf, (enum rkind)k, len, n, async, &done[k]);
+                char path[48];
+
+                if (v < 0) {
+                    fails = 1;
+                    printf(" %14s", "failed");
+                    fprintf(stderr, "rma_bench: %s%s %zu: %s\n", rkind_name[k],
+                            async ? " async" : "", len, strerror(errno));
+                    continue;
+                }
+                printf(" %14.4g", v);
+                snprintf(path, sizeof(path), "%s remote%s", rkind_name[k], async ? " async" : "");
+                results_add("bandwidth", path, len, v, "MiB/s");
+            }
+            printf(" %ld/%ld/%ld/%ld\n", done[0], done[1], done[2], done[3]);
+            fflush(stdout);
         }
-        printf(" %ld/%ld/%ld/%ld\n", done[0], done[1], done[2], done[3]);
-        fflush(stdout);
     }
     lt0 = now_sec();
     for (i = 0; i < lat_n + 1; i++) {

@@ -770,6 +770,8 @@ int scif_rma_init(struct dentry *dbg)
 					   &scif_dbg_pinned_fops);
 		debugfs_create_atomic_t("rma_inflight", 0444, dbg,
 					&scif_rma_inflight);
+		debugfs_create_atomic_t("rma_parallel_max", 0444, dbg,
+					&scif_rma_parallel_max);
 		debugfs_create_atomic_t("windows", 0444, dbg,
 					&scif_rma_nwindows);
 		debugfs_create_atomic_t("mappings", 0444, dbg,

@@ -32,6 +32,13 @@
 #define SCIF_MARK_PEER		0x40000000U
 
 /*
+ * Asynchronous transfers of one endpoint running at once across hosts: four
+ * calls of up to four requests each fill the 16 request slots of a link
+ * (scif_rdma.h); locally one, for the DMA channel.
+ */
+#define SCIF_QUEUE_RUNNERS	4
+
+/*
  * A registered window: npages pinned pages of one process, visible at
  * [offset, offset + len) of the owner's registered address space.
  *
@@ -149,7 +156,7 @@ struct scif_rcache_entry {
  * lookups take it shared, registration, unregistration, mmap and the
  * release of a mapping exclusive.
  * fence_lock (spinlock) protects issued, inflight, ninflight, nasync, signals,
- * nsignals, disconnected, nqueued, queue and queue_running.
+ * nsignals, disconnected, nqueued, queue, running and nbusy.
  * The rcache list and count are protected by a global spinlock of
  * scif_rma_cache.c (scif_rcache_lock).
  *
@@ -195,15 +202,23 @@ struct scif_rma_ep {
 	/*
 	 * Asynchronous transfers: nqueued counts those admitted (a slot taken
 	 * before pinning, given back when freed; at most SCIF_MAX_INFLIGHT).
-	 * queue holds those waiting for queue_work, which runs them one at a
-	 * time on the unbound scif_rma_wq while queue_running is set (holding
-	 * a reference on this structure), so that each endpoint has at most
-	 * one transfer on the DMA channel and endpoints progress side by side.
+	 * queue holds those waiting for a runner: runner[i] works on the
+	 * unbound scif_rma_wq while bit i of running is set (holding a
+	 * reference on this structure), taking one transfer at a time.  A
+	 * DMA endpoint has one runner, so at most one transfer on the DMA
+	 * channel; an endpoint whose peer is on another host up to
+	 * SCIF_QUEUE_RUNNERS, so that several RDMA transfers are on the link
+	 * at once (each runner waits for its own).  nbusy: runners in a
+	 * transfer.
 	 */
 	unsigned int nqueued;
 	struct list_head queue;
-	bool queue_running;
-	struct work_struct queue_work;
+	unsigned int running;
+	unsigned int nbusy;
+	struct scif_xfer_runner {
+		struct work_struct work;
+		struct scif_rma_ep *rma;
+	} runner[SCIF_QUEUE_RUNNERS];
 
 	struct {
 		struct list_head entries;
@@ -275,6 +290,7 @@ extern atomic_t scif_rma_inflight;
 extern atomic_t scif_rma_nwindows;
 extern atomic_t scif_rma_nmaps;
 extern atomic_t scif_rma_queue_max;
+extern atomic_t scif_rma_parallel_max;
 extern atomic64_t scif_rma_transfers;	/* RMAs issued (sysfs) */
 extern struct workqueue_struct *scif_rma_wq;
 

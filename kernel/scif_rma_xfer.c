@@ -8,12 +8,14 @@
  * for the v* calls, pinned user pages) in the caller's context.  As in
  * Intel's driver, whatever the CPU moves (SCIF_RMA_USECPU, loopback within
  * a node, no DMA channel, short transfers) is copied right there and is
- * complete when the call returns; only a transfer the DMA engine moves
- * without SCIF_RMA_SYNC goes to a work item and completes later.  Every
+ * complete when the call returns; only a transfer the DMA engine or the
+ * far host moves without SCIF_RMA_SYNC goes to a work item and completes
+ * later.  Every
  * transfer gets a sequence number from its initiator; "completed up to N"
  * is the sequence before the oldest transfer still in flight, which is
  * what fence marks compare against.
  */
+#include <linux/bitops.h>
 #include <linux/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -40,6 +42,8 @@
 struct workqueue_struct *scif_rma_wq;
 /* Most asynchronous transfers one endpoint ever had in flight (debugfs). */
 atomic_t scif_rma_queue_max = ATOMIC_INIT(0);
+/* Most of them it ever had running at once (debugfs rma_parallel_max). */
+atomic_t scif_rma_parallel_max = ATOMIC_INIT(0);
 atomic64_t scif_rma_transfers = ATOMIC64_INIT(0);
 
 /* ---- transfer slots, under rma->fence_lock ---- */
@@ -246,29 +250,42 @@ static void scif_xfer_done(struct scif_xfer *x)
 }
 
 /*
- * The endpoint's queue runner: its transfers one after the other, so that
- * an endpoint with a long queue has one transfer at a time on the DMA
- * channel and other endpoints' runners go on side by side.  Holds a
- * reference on rma while queue_running (the last transfer's free may drop
- * the endpoint's).
+ * One of the endpoint's queue runners: queued transfers one after the
+ * other while there are any.  A DMA endpoint has one runner, so that a
+ * long queue has one transfer at a time on the DMA channel while other
+ * endpoints' runners go on side by side; across hosts up to
+ * SCIF_QUEUE_RUNNERS share the queue, so that asynchronous calls keep
+ * several transfers on the link.  Holds a reference on rma while its bit
+ * of running is set (the last transfer's free may drop the endpoint's).
  */
 static void scif_xfer_queue_work(struct work_struct *work)
 {
-	struct scif_rma_ep *rma = container_of(work, struct scif_rma_ep,
-					       queue_work);
+	struct scif_xfer_runner *r = container_of(work, struct scif_xfer_runner,
+						  work);
+	struct scif_rma_ep *rma = r->rma;
+	bool busy = false;
 	struct scif_xfer *x;
+	int n, max;
 
 	for (;;) {
 		spin_lock(&rma->fence_lock);
+		if (busy)
+			rma->nbusy--;
 		x = list_first_entry_or_null(&rma->queue, struct scif_xfer,
 					     qlink);
 		if (x)
 			list_del(&x->qlink);
 		else
-			rma->queue_running = false;
+			rma->running &= ~BIT(r - rma->runner);
+		busy = x;
+		n = busy ? ++rma->nbusy : 0;
 		spin_unlock(&rma->fence_lock);
 		if (!x)
 			break;
+		max = atomic_read(&scif_rma_parallel_max);
+		while (n > max &&
+		       !atomic_try_cmpxchg(&scif_rma_parallel_max, &max, n))
+			;
 		/* Kernel thread: no signal ends a DMA wait here. */
 		scif_xfer_run(x);
 		scif_xfer_done(x);
@@ -279,24 +296,36 @@ static void scif_xfer_queue_work(struct work_struct *work)
 
 void scif_xfer_ep_init(struct scif_rma_ep *rma)
 {
+	unsigned int i;
+
 	INIT_LIST_HEAD(&rma->queue);
-	INIT_WORK(&rma->queue_work, scif_xfer_queue_work);
+	for (i = 0; i < SCIF_QUEUE_RUNNERS; i++) {
+		rma->runner[i].rma = rma;
+		INIT_WORK(&rma->runner[i].work, scif_xfer_queue_work);
+	}
 }
 
-/* Hand an issued asynchronous transfer to its endpoint's runner. */
+/*
+ * Hand an issued asynchronous transfer to its endpoint's runners, starting
+ * one more if the endpoint may have more (a runner that finds the queue
+ * already empty just ends).
+ */
 static void scif_xfer_queue(struct scif_xfer *x)
 {
 	struct scif_rma_ep *rma = x->rma;
-	bool start;
+	unsigned int max = x->remote_op ? SCIF_QUEUE_RUNNERS : 1;
+	int i = -1;
 
 	spin_lock(&rma->fence_lock);
 	list_add_tail(&x->qlink, &rma->queue);
-	start = !rma->queue_running;
-	rma->queue_running = true;
+	if (hweight32(rma->running) < max) {
+		i = ffz(rma->running);
+		rma->running |= BIT(i);
+	}
 	spin_unlock(&rma->fence_lock);
-	if (start) {
+	if (i >= 0) {
 		scif_rma_ep_get(rma);
-		queue_work(scif_rma_wq, &rma->queue_work);
+		queue_work(scif_rma_wq, &rma->runner[i].work);
 	}
 }
 

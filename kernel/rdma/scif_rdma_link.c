@@ -29,11 +29,15 @@ static const char *const srd_state_name[] = {
 
 /* ---- link resources ---- */
 
-/* RDMA READs in flight per QP, each way: the device's limit, at most 4. */
+/*
+ * RDMA READs in flight per QP, each way: the device's limit, at most as
+ * many as the link posts RMA work requests (several calls' direct reads
+ * and the far host's RDMA READs of writes share them).
+ */
 static u8 srd_rd_atom(struct ib_device *dev)
 {
 	return min3(dev->attrs.max_qp_rd_atom, dev->attrs.max_qp_init_rd_atom,
-		    4);
+		    SCIF_RDMA_RMA_SQ);
 }
 
 /* Called with peer->lock held, on the link's cm_id. */

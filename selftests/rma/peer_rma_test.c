@@ -856,23 +856,44 @@ static int direct_cli(struct peer_ctx *c) {
     return KSFT_PASS;
 }
 
-/* Fence marks and waits over asynchronous transfers. */
+/*
+ * Fence marks and waits over asynchronous transfers (readfrom into a
+ * window, vreadfrom into unaligned user memory); across hosts several of
+ * them ran at once (debugfs rma_parallel_max: the endpoint's runners).
+ */
 static int fence_mark_cli(struct peer_ctx *c) {
+    uint8_t *buf, *u = malloc((1 << 20) + 1);
     int epd, mark = -1, i;
-    uint8_t *buf;
+    long long par;
     off_t roff;
     size_t j;
 
+    CHECK(u, "alloc");
     epd = cli_setup(c, &roff);
     CHECK(epd >= 0, "connect");
     CHECK(local_window(epd, 0, 1 << 20, &buf) == 0, "local window");
     memset(buf, 0, 1 << 20);
+    memset(u, 0xee, (1 << 20) + 1);
     for (i = 0; i < 4; i++)
         CHECK_OK(scif_readfrom(epd, (off_t)i << 18, 1 << 18, roff + ((off_t)i << 18), 0));
+    for (i = 0; i < 16; i++)
+        CHECK_OK(scif_vreadfrom(epd, u + 1 + ((size_t)i << 16), 1 << 16,
+                                roff + 5 + ((off_t)i << 16), 0));
     CHECK_OK(scif_fence_mark(epd, SCIF_FENCE_INIT_SELF, &mark));
     CHECK_OK(scif_fence_wait(epd, mark));
     for (j = 0; j < 1 << 20; j++)
         CHECK(buf[j] == srv_pat(j), "byte %zu after the fence: %#x", j, buf[j]);
+    CHECK(u[0] == 0xee, "byte before the vreadfroms: %#x", u[0]);
+    for (j = 0; j < 1 << 20; j++)
+        CHECK(u[j + 1] == srv_pat(j + 5), "vreadfrom byte %zu after the fence: %#x", j, u[j + 1]);
+    free(u);
+    if (c->remote) {
+        par = dbg_counter("rma_parallel_max");
+        CHECK(par >= 2,
+              "asynchronous transfers across hosts ran one at a time "
+              "(debugfs rma_parallel_max %lld)",
+              par);
+    }
     CHECK_OK(scif_fence_mark(epd, SCIF_FENCE_INIT_PEER, &mark));
     CHECK_OK(scif_fence_wait(epd, mark));
     CHECK_OK(scif_unregister(epd, 0, 1 << 20));
@@ -1344,7 +1365,8 @@ static const struct peer_test tests[] = {
     {"peer rma: reads by read key after the first, small and large, live data, ENXIO once "
      "unregistered",
      srv_direct, direct_cli, 300, 0},
-    {"peer rma: fence mark/wait over asynchronous transfers", srv_plain, fence_mark_cli, 300, 0},
+    {"peer rma: fence mark/wait over asynchronous transfers; across hosts several at once",
+     srv_plain, fence_mark_cli, 300, 0},
     {"peer rma: local and remote fence signals after the data", srv_signal, fence_signal_cli, 300,
      0},
     {"peer rma: INIT_PEER mark, wait and signals cover the peer's asynchronous writes",
