@@ -31,7 +31,10 @@
  *     mismatch it disconnects (step 8).
  *  6. On ESTABLISHED each side marks the peer up: scif_remote_node_up()
  *     in scif.ko, so scif_get_nodeIDs() lists it, with the NUMA node of
- *     the link's device (srd_dev_numa()) as the node's affinity.
+ *     the link's device (srd_dev_numa()) as the node's affinity.  H also
+ *     does on the first valid frame that comes before its ESTABLISHED
+ *     (L sends once it has the accept; H's cm may get L's RTU much
+ *     later), and tells its cm (rdma_notify(), IB_EVENT_COMM_EST).
  *  7. Frames and keepalive: each side keeps SCIF_RDMA_NRECV receives of
  *     SCIF_RDMA_BUF bytes posted on the QP (from step 2/4 on).  Every SEND
  *     is one frame: a struct srd_hdr (magic SCIF_RDMA_FRAME_MAGIC, type,
@@ -576,6 +579,7 @@ extern wait_queue_head_t srd_txwq[SCIF_ALL_NODES];
 extern bool srd_out_full[SCIF_ALL_NODES];
 extern struct kobject *srd_kobj;
 void srd_link_fail(struct srd_peer *peer, const char *why, int err);
+void srd_link_early_frame(struct srd_peer *peer);
 void srd_destroy_link(struct srd_link *res);
 
 /* scif_rdma_frame.c: frames, link credits, outbox, keepalive */

@@ -295,6 +295,7 @@ static void srd_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		ka->last_rx = jiffies;
 		ka->tx_credits += be16_to_cpu(h->lcredits);
 		deliver = h->type > SRD_F_LCREDIT;
+		srd_link_early_frame(peer);
 	}
 	gen = peer->gen;
 	mutex_unlock(&peer->lock);

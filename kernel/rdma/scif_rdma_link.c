@@ -149,6 +149,43 @@ void srd_link_fail(struct srd_peer *peer, const char *why, int err)
 		mod_delayed_work(srd_wq, &peer->work, 0);
 }
 
+/*
+ * The link is up (peer->lock held): the cm's ESTABLISHED, or on the
+ * accepting side the first valid frame before it (srd_link_early_frame()).
+ */
+static void srd_link_established(struct srd_peer *peer)
+{
+	WRITE_ONCE(peer->state, SRD_UP);
+	peer->backoff = SCIF_RDMA_BACKOFF_MIN;
+	if (peer->res.ka) {
+		peer->res.ka->last_rx = jiffies;
+		mod_delayed_work(srd_wq, &peer->ka_work, SCIF_RDMA_KEEPALIVE);
+	}
+	if (!peer->node_up &&
+	    !scif_remote_node_up(peer->id,
+				 srd_dev_numa(peer->res.cm_id->device)))
+		peer->node_up = true;
+}
+
+/*
+ * A valid frame came on a link still connecting (peer->lock held).  The
+ * connecting side sends as soon as it has our accept, and our cm may see
+ * its RTU later (under load a lost RTU waits for the cm's REP retry, many
+ * seconds): a frame proves the peer got the accept, so on the accepting
+ * side (the HELLO was checked with the request) the link is up now, as
+ * IB_EVENT_COMM_EST makes it; the cm is told (rdma_notify()).  Otherwise
+ * the frame's answer (a CONN_ACC) could not be sent.  The connecting
+ * side waits for ESTABLISHED, which checks the accept's HELLO.
+ */
+void srd_link_early_frame(struct srd_peer *peer)
+{
+	if (peer->state != SRD_CONNECTING || !peer->res.cm_id ||
+	    peer->id > READ_ONCE(srd_self.id))
+		return;
+	rdma_notify(peer->res.cm_id, IB_EVENT_COMM_EST);
+	srd_link_established(peer);
+}
+
 /* ---- the cm handler of a peer's link ---- */
 
 static int srd_peer_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
@@ -199,16 +236,7 @@ static int srd_peer_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 			srd_link_fail(peer, "bad accept", -EPROTO);
 			break;
 		}
-		WRITE_ONCE(peer->state, SRD_UP);
-		peer->backoff = SCIF_RDMA_BACKOFF_MIN;
-		if (peer->res.ka) {
-			peer->res.ka->last_rx = jiffies;
-			mod_delayed_work(srd_wq, &peer->ka_work,
-					 SCIF_RDMA_KEEPALIVE);
-		}
-		if (!peer->node_up &&
-		    !scif_remote_node_up(peer->id, srd_dev_numa(id->device)))
-			peer->node_up = true;
+		srd_link_established(peer);
 		break;
 	case RDMA_CM_EVENT_REJECTED:
 		srd_link_fail(peer, "rejected", ev->status);

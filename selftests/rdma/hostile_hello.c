@@ -34,7 +34,8 @@
  * one byte short and an RMA_DONE for a request never made (step 21),
  * and prints what was answered (rma_frames() below), inline requests
  * with a payload their op does not carry and RMA_DONEs with a payload
- * for a request never made or longer than any inline read included.
+ * for a request never made or longer than any inline read included, and
+ * read keys up to the reader's limit and beyond.
  * With -I PORT it opens connection 5 to PORT ("selftests/rdma/scif_nodes
  * reads": the listener's host then reads from us) and answers its two
  * RMA_REQs (an inline read of 8 bytes, a read of 64 KiB by RDMA) with
@@ -132,6 +133,7 @@ enum {
 #define FRAME_COUNT 10
 #define BADKEY_HOLD 30    /* s -K keeps the link after its QP failed, most */
 #define HUNG_HOLD 240     /* s -H stays a hung target, most */
+#define RKEY_TABLE 256 /* read keys a reader keeps per link (SRD_KEYS_MAX) */
 #define HUNG_STALL_RECV 4 /* receives -S posts, of the link's credits */
 
 static void put16(uint8_t *p, unsigned int v) {
@@ -605,7 +607,10 @@ static int rma_conn_open(struct rdma_cm_id *id, uint32_t src, unsigned int from,
  * at once on the live connection, more than an honest peer has
  * outstanding ("rma flood answered N enxio A ebusy B"); then an RMA_REQ
  * one byte short and an RMA_DONE for a request never made, neither
- * answered, and four malformed read-key frames ("rma unanswered sent 8").
+ * answered, and four malformed read-key frames ("rma unanswered sent 8");
+ * then RKEY_TABLE + 2 valid RKEYs, the second repeating the first's id,
+ * which fill the reader's key table and go one beyond ("rma keys sent
+ * 258").
  */
 static void rma_frames(struct rdma_cm_id *id, unsigned int port, int badkey) {
     static uint8_t buf[RMA_FLOOD][FRAME_HDR + RMA_WIRE], big[8192];
@@ -711,11 +716,24 @@ static void rma_frames(struct rdma_cm_id *id, unsigned int port, int badkey) {
     put32(buf[0] + 12, 0); /* link-level: no connection ids */
     put32(buf[0] + 20, 7);
     sent += !send_frame(id, mr, buf[0], FRAME_HDR);
-    /* a PING, so that both were taken before we go */
+    printf("rma unanswered sent %d\n", sent);
+    /*
+     * The reader's key table (step 23): a valid RKEY, the same id again,
+     * then new ids up to SRD_KEYS_MAX kept and one more: the repeat and
+     * the one beyond are counted, the rest kept until the link ends.
+     */
+    sent = 0;
+    for (i = 0; i < RKEY_TABLE + 2; i++) {
+        n = rma_req(big, conn, 0, 0, (uint64_t)i << 20, 4096);
+        frame_hdr(big, F_RKEY, 0, conn, RMA_WIRE);
+        put32(big + 20, 1000 + (uint32_t)(i ? i - 1 : 0));
+        sent += !send_frame(id, bmr, big, n);
+    }
+    /* a PING, so that every frame was taken before we go */
     frame_hdr(buf[0], F_PING, 0, 0, 0);
     if (send_frame(id, mr, buf[0], FRAME_HDR))
         sent = -1;
-    printf("rma unanswered sent %d\n", sent);
+    printf("rma keys sent %d\n", sent);
 out:
     ibv_dereg_mr(rma_pmr);
     ibv_dereg_mr(rma_rmr);
