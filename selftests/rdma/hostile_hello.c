@@ -133,7 +133,7 @@ enum {
 #define FRAME_COUNT 10
 #define BADKEY_HOLD 30    /* s -K keeps the link after its QP failed, most */
 #define HUNG_HOLD 240     /* s -H stays a hung target, most */
-#define RKEY_TABLE 256 /* read keys a reader keeps per link (SRD_KEYS_MAX) */
+#define RKEY_TABLE 256    /* read keys a reader keeps per link (SRD_KEYS_MAX) */
 #define HUNG_STALL_RECV 4 /* receives -S posts, of the link's credits */
 
 static void put16(uint8_t *p, unsigned int v) {
