@@ -10,10 +10,9 @@
  * a node, no DMA channel, short transfers) is copied right there and is
  * complete when the call returns; only a transfer the DMA engine or the
  * far host moves without SCIF_RMA_SYNC goes to a work item and completes
- * later.  Every
- * transfer gets a sequence number from its initiator; "completed up to N"
- * is the sequence before the oldest transfer still in flight, which is
- * what fence marks compare against.
+ * later.  Every transfer gets a sequence number from its initiator;
+ * "completed up to N" is the sequence before the oldest transfer still in
+ * flight, which is what fence marks compare against.
  */
 #include <linux/bitops.h>
 #include <linux/mm.h>
