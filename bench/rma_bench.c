@@ -510,8 +510,8 @@ enum rkind { R_VREAD, R_VWRITE, R_READ, R_WRITE };
 static const char *const rkind_name[4] = {"scif_vreadfrom", "scif_vwriteto", "scif_readfrom",
                                           "scif_writeto"};
 
+/* One call of kind k at len with flags f. */
 static int rone(scif_epd_t ep, uint8_t *buf, enum rkind k, size_t len, int f) {
-
     switch (k) {
     case R_VREAD:
         return scif_vreadfrom(ep, buf, len, 0, f);
