@@ -636,6 +636,11 @@ struct srd_ka *srd_rma_use(struct srd_peer *peer, u64 gen);
 void srd_rma_unuse(struct srd_ka *ka);
 int srd_rwr_post(struct srd_rwr *r, struct ib_send_wr *wr);
 void srd_rwr_wait(struct srd_rwr *r);
+void srd_rwr_poll_wait(struct srd_rwr *r);
+/* a small call's caller polls before it sleeps (scif_rdma_rma.c) */
+#define SRD_POLL_US_MAX		10000
+extern atomic_t srd_rma_polled;
+bool srd_poll(bool (*done)(const void *arg), const void *arg);
 int srd_map(struct srd_ka *ka, struct srd_map *m, struct page **pages,
 	    unsigned int off, u32 len, unsigned int maxpg,
 	    enum dma_data_direction dir);

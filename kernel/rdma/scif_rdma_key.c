@@ -601,7 +601,7 @@ int srd_direct_read(struct srd_ka *ka, u64 gen, u64 serial, u64 roff,
 	wr.wr.sg_list = &sge;
 	wr.wr.num_sge = 1;
 	ret = srd_rwr_post(&r, &wr.wr);
-	srd_rwr_wait(&r);
+	srd_rwr_poll_wait(&r);
 	if (!ret && (r.status || READ_ONCE(ka->dead)))
 		ret = -ECONNRESET;
 	ib_dma_unmap_single(ka->dev, dma, len, DMA_FROM_DEVICE);

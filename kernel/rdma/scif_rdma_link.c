@@ -778,6 +778,8 @@ SRD_COUNTER_ATTR(rma_inline_served, srd_rma_inline_served);
 /* direct reads (steps 23-25): done here, read keys of ours live */
 SRD_COUNTER_ATTR(rma_direct_reads, srd_rma_direct_reads);
 SRD_COUNTER_ATTR(rma_keys, srd_keys_live);
+/* small calls that found their completion polling (poll_us) */
+SRD_COUNTER_ATTR(rma_polled, srd_rma_polled);
 
 static ssize_t rma_inline_max_show(struct kobject *kobj,
 				   struct kobj_attribute *attr, char *buf)
@@ -802,6 +804,7 @@ static struct attribute *srd_attrs[] = {
 	&srd_inl_max_attr.attr,
 	&srd_rma_direct_reads_attr.attr,
 	&srd_rma_keys_attr.attr,
+	&srd_rma_polled_attr.attr,
 	&srd_self_attr.attr,
 	&srd_nodes_attr.attr,
 	&srd_rejected_attr.attr,

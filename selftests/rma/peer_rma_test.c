@@ -857,6 +857,111 @@ static int direct_cli(struct peer_ctx *c) {
 }
 
 /*
+ * scif_rdma's poll_us parameter (how long a small call's caller polls
+ * before it sleeps): set to @us; the previous value, or -1.
+ */
+#define POLL_PARAM "/sys/module/scif_rdma/parameters/poll_us"
+static long long poll_us_set(long long us) {
+    long long was = read_long(POLL_PARAM);
+    FILE *f;
+
+    if (was < 0 || !(f = fopen(POLL_PARAM, "w")))
+        return -1;
+    if (fprintf(f, "%lld", us) < 0) {
+        fclose(f);
+        return -1;
+    }
+    return fclose(f) ? -1 : was;
+}
+
+/* small reads of each kind in the polling behaviour */
+#define POLL_READS 8
+/* the parameter's bound (SRD_POLL_US_MAX): a round trip under TCG fits */
+#define POLL_US_MAX 10000
+
+/*
+ * Small calls across hosts poll for their completion (scif_rdma's
+ * poll_us) before they sleep: with the bound, 8-byte reads by read key
+ * and inline writes of 8 bytes find their completion polling (the
+ * client's rma_polled grows by at least half of them: a round trip
+ * under TCG may outlast even the bound); with 0, none does; one above
+ * the bound is refused.  The data is checked either way.
+ */
+static int poll_cli(struct peer_ctx *c) {
+    long long was = -1, p0, p1, p2;
+    uint8_t u[8];
+    off_t roff;
+    int epd, i, j, ret = KSFT_FAIL;
+
+    epd = cli_setup(c, &roff);
+    CHECK(epd >= 0, "connect");
+    if (!c->remote) {
+        CHECK_OK(scif_vreadfrom(epd, u, 8, roff, SCIF_RMA_SYNC));
+        CHECK(cli_done(epd) == KSFT_PASS);
+        return test_skip("emulated peer: nothing polls (scif_rdma only)");
+    }
+    /* the first small read of the chunk brings its read key */
+    CHECK_OK(scif_vreadfrom(epd, u, 8, roff, SCIF_RMA_SYNC));
+    was = poll_us_set(POLL_US_MAX);
+    CHECK(was >= 0, "set " POLL_PARAM ": %s", strerror(errno));
+    p0 = inl_counter("rma_polled");
+    if (p0 < 0) {
+        diag("no " INL_SYSFS "rma_polled");
+        goto out;
+    }
+    for (i = 0; i < 2 * POLL_READS; i++) {
+        size_t at = (size_t)(i % POLL_READS) * 8 + 8;
+
+        memset(u, 0xee, sizeof(u));
+        if (i < POLL_READS) {
+            if (scif_vreadfrom(epd, u, 8, roff + (off_t)at, SCIF_RMA_SYNC)) {
+                diag("8-byte vreadfrom: %s", strerror(errno));
+                goto out;
+            }
+            for (j = 0; j < 8; j++)
+                if (u[j] != srv_pat(at + (size_t)j)) {
+                    diag("8 B read at %zu: byte %d is %#x", at, j, u[j]);
+                    goto out;
+                }
+        } else {
+            for (j = 0; j < 8; j++)
+                u[j] = srv_pat(at + (size_t)j);
+            if (scif_vwriteto(epd, u, 8, roff + (off_t)at, SCIF_RMA_SYNC)) {
+                diag("8-byte vwriteto: %s", strerror(errno));
+                goto out;
+            }
+        }
+    }
+    p1 = inl_counter("rma_polled");
+    if (p1 - p0 < POLL_READS) {
+        diag("rma_polled %lld -> %lld after %d small calls polling %d us, expected +%d at least",
+             p0, p1, 2 * POLL_READS, POLL_US_MAX, POLL_READS);
+        goto out;
+    }
+    if (poll_us_set(0) < 0 || poll_us_set(POLL_US_MAX + 1) >= 0 || errno != ERANGE) {
+        diag("poll_us 0, or %d refused with ERANGE: %s", POLL_US_MAX + 1, strerror(errno));
+        goto out;
+    }
+    for (i = 0; i < POLL_READS; i++)
+        if (scif_vreadfrom(epd, u, 8, roff + 8, SCIF_RMA_SYNC) || u[0] != srv_pat(8)) {
+            diag("8-byte vreadfrom without polling: %s, %#x", strerror(errno), u[0]);
+            goto out;
+        }
+    p2 = inl_counter("rma_polled");
+    if (p2 != p1) {
+        diag("rma_polled %lld -> %lld with poll_us 0", p1, p2);
+        goto out;
+    }
+    ret = KSFT_PASS;
+out:
+    if (was >= 0 && poll_us_set(was) < 0)
+        ret = KSFT_FAIL;
+    if (cli_done(epd) != KSFT_PASS)
+        ret = KSFT_FAIL;
+    return ret;
+}
+
+/*
  * Fence marks and waits over asynchronous transfers (readfrom into a
  * window, vreadfrom into unaligned user memory); across hosts several of
  * them ran at once (debugfs rma_parallel_max: the endpoint's runners).
@@ -1365,6 +1470,8 @@ static const struct peer_test tests[] = {
     {"peer rma: reads by read key after the first, small and large, live data, ENXIO once "
      "unregistered",
      srv_direct, direct_cli, 300, 0},
+    {"peer rma: small calls poll for their completion (poll_us); 0 sleeps at once", srv_plain,
+     poll_cli, 300, 0},
     {"peer rma: fence mark/wait over asynchronous transfers; across hosts several at once",
      srv_plain, fence_mark_cli, 300, 0},
     {"peer rma: local and remote fence signals after the data", srv_signal, fence_signal_cli, 300,
