@@ -613,7 +613,9 @@ extern atomic_t srd_rma_inline_sent, srd_rma_inline_served;
 
 /*
  * Work requests of one RMA step on the link's send queue: pending counts
- * those posted and not completed (peer->lock); status is the first
+ * those posted and not completed (written under peer->lock; its owner
+ * reads it without, with acquire, and the completion's release of it is
+ * the handler's last touch of the struct); status is the first
  * completion error.
  */
 struct srd_rwr {

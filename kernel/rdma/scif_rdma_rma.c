@@ -167,20 +167,26 @@ static void srd_rwr_done(struct ib_cq *cq, struct ib_wc *wc)
 
 	mutex_lock(&peer->lock);
 	ka->rma_busy--;
-	r->pending--;
 	if (wc->status != IB_WC_SUCCESS) {
 		if (!r->status)
 			r->status = wc->status;
 		if (peer->res.ka == ka && peer->state != SRD_DOWN)
 			srd_link_fail(peer, "RDMA", wc->status);
 	}
+	/*
+	 * The last touch of @r, after its status: its owner reads pending
+	 * without the lock (srd_rwr_idle(), polled or woken by any wake-up of
+	 * rma_wq) and, at 0, returns, and @r (on its stack) goes.
+	 */
+	smp_store_release(&r->pending, r->pending - 1);
 	wake_up_all(&ka->rma_wq);
 	mutex_unlock(&peer->lock);
 }
 
 static bool srd_rwr_idle(const struct srd_rwr *r)
 {
-	return !READ_ONCE(r->pending) || READ_ONCE(r->ka->dead);
+	/* acquire: the status and data the completions wrote before */
+	return !smp_load_acquire(&r->pending) || READ_ONCE(r->ka->dead);
 }
 
 /*
