@@ -196,7 +196,7 @@ static bool srd_rwr_idle(const struct srd_rwr *r)
  * sleep and being woken by the CQ's work costs; ib_read_lat busy-polls
  * all of it, and Intel's driver spun on its DMA.  The default covers a
  * round trip of Soft-RoCE between two TCG guests (about 0.4 ms; there
- * polling took 5-30% off the median, docs/transport.md); a call whose
+ * polling took 3-30% off the median, docs/transport.md); a call whose
  * completion comes sooner stops polling sooner.  0: sleep at once.
  */
 static unsigned int srd_poll_us = 1000;
