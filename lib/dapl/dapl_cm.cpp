@@ -61,16 +61,24 @@ void conn_lost(Ia *ia, const std::shared_ptr<Conn> &c, bool graceful) {
             c->accepting ? ", accept pending" : "");
     if (!ep || ep->conn != c)
         return;
-    if (c->accepting) {
+    if (c->accepting || c->dtos) {
         /*
          * dat_cr_accept is still sending ACCEPT: the consumer must
          * see ESTABLISHED (or ACCEPT_COMPLETION_ERROR) first, so
-         * cr_accept reports the loss once the send returned.
+         * cr_accept reports the loss once the send returned.  A
+         * request DTO on its way (the send the peer may be answering
+         * with this very disconnect): its completion comes first, and
+         * the last one reports the loss (conn_dto_done).
          */
         c->lost_graceful = graceful;
         return;
     }
     ep_conn_lost(ep, graceful);
+}
+
+void conn_dto_done(Ep *ep, const std::shared_ptr<Conn> &c) {
+    if (--c->dtos == 0 && c->dead && !c->accepting && ep->conn == c)
+        ep_conn_lost(ep, c->lost_graceful);
 }
 
 /* ---- active connect ------------------------------------------------------ */
@@ -480,7 +488,7 @@ DAT_RETURN DAT_API cr_accept(DAT_CR_HANDLE h, DAT_EP_HANDLE eph, DAT_COUNT plen,
         } else {
             post_conn_event(ep, DAT_CONNECTION_EVENT_ESTABLISHED);
             /* Lost while ACCEPT was on its way (see conn_lost). */
-            if (c->dead)
+            if (c->dead && !c->dtos)
                 ep_conn_lost(ep, c->lost_graceful);
         }
     }

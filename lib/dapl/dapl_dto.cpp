@@ -124,7 +124,8 @@ DAT_RETURN DAT_API ep_post_send(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET *i
             return r;
         if (iov_total(segs) > kMaxMessage)
             return dat_err(DAT_LENGTH_ERROR);
-        if (ep->state == DAT_EP_STATE_DISCONNECTED || !ep->conn) {
+        /* dead: lost, reported when the DTOs on their way finish */
+        if (ep->state == DAT_EP_STATE_DISCONNECTED || !ep->conn || ep->conn->dead) {
             post_dto(ep, ep->req_evd, cookie, DAT_DTO_ERR_FLUSHED, 0, DAT_DTO_SEND, true);
             return DAT_SUCCESS;
         }
@@ -132,6 +133,7 @@ DAT_RETURN DAT_API ep_post_send(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET *i
             return dat_err(DAT_INSUFFICIENT_RESOURCES);
         ep->req_credit->fetch_add(1);
         c = ep->conn;
+        c->dtos++;
     }
     int r;
     {
@@ -142,6 +144,7 @@ DAT_RETURN DAT_API ep_post_send(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET *i
     std::lock_guard<std::mutex> lk(ia->mu);
     complete_req(ep, cookie, r ? DAT_DTO_ERR_FLUSHED : DAT_DTO_SUCCESS, r ? 0 : iov_total(segs),
                  DAT_DTO_SEND, flags, true);
+    conn_dto_done(ep, c);
     return DAT_SUCCESS;
 }
 
@@ -276,7 +279,7 @@ static DAT_RETURN post_rdma(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
         if ((is_read && local < rt->segment_length) || (!is_read && local > rt->segment_length) ||
             len > kMaxRdma)
             return dat_err(DAT_LENGTH_ERROR);
-        if (ep->state == DAT_EP_STATE_DISCONNECTED || !ep->conn) {
+        if (ep->state == DAT_EP_STATE_DISCONNECTED || !ep->conn || ep->conn->dead) {
             post_dto(ep, ep->req_evd, cookie, DAT_DTO_ERR_FLUSHED, 0, op, true);
             return DAT_SUCCESS;
         }
@@ -295,6 +298,7 @@ static DAT_RETURN post_rdma(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
         if (ep->req_credit->load() >= ep->attr.max_request_dtos)
             return dat_err(DAT_INSUFFICIENT_RESOURCES);
         ep->req_credit->fetch_add(1);
+        c->dtos++;
         /*
          * The window offset comes from the peer: one whose transfer
          * would end past INT64_MAX is no window (the transfer gets a
@@ -324,6 +328,7 @@ static DAT_RETURN post_rdma(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
     }
     std::lock_guard<std::mutex> lk(ia->mu);
     complete_req(ep, cookie, st, st == DAT_DTO_SUCCESS ? len : 0, op, flags, true);
+    conn_dto_done(ep, c);
     return DAT_SUCCESS;
 }
 

@@ -94,11 +94,17 @@ struct Conn {
     bool dead = false;    /* reset, or we dropped it */
     bool got_req = false; /* passive: CONN_REQ seen */
     /*
-     * passive: dat_cr_accept is sending ACCEPT; a loss seen meanwhile
-     * only marks the connection dead and records how it ended in
-     * lost_graceful, and cr_accept reports it after ESTABLISHED.
+     * A loss seen while the connection is busy only marks it dead and
+     * records how it ended in lost_graceful; the events come once it is
+     * idle.  Busy: dat_cr_accept is sending ACCEPT (passive; cr_accept
+     * reports the loss after ESTABLISHED), or request DTOs are on their
+     * way (dtos; the last to finish reports it, conn_dto_done).  So the
+     * completion of a send the peer answered by disconnecting comes
+     * before DISCONNECTED, as an RC send's ACK comes before the peer's
+     * DREQ.
      */
     bool accepting = false;
+    int dtos = 0;
     bool lost_graceful = false;
     std::map<uint32_t, PeerMr> peer;   /* regions the peer offered */
     std::map<uint32_t, LocalWin> wins; /* our regions' windows here */
@@ -374,6 +380,8 @@ DAT_RETURN ep_free_locked(Ep *ep);
 void conn_lost(Ia *ia, const std::shared_ptr<Conn> &c, bool graceful); /* (mu) */
 void sp_free_locked(Sp *sp);                                           /* (mu) */
 void cr_free_locked(Cr *cr);                                           /* (mu) */
+/* A request DTO on c, taken by ep, finished: report a loss held back for it (mu). */
+void conn_dto_done(Ep *ep, const std::shared_ptr<Conn> &c);
 
 /* ---- DTOs (dapl_dto.cpp) -------------------------------------------------- */
 

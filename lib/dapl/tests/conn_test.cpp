@@ -10,6 +10,7 @@
 #include "fake_scif.h"
 
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,17 @@ bool peer_recv(scif_epd_t e, MsgHdr *h, std::vector<uint8_t> *body) {
     return h->len == 0 || peer().recv(e, body->data(), (int)h->len, SCIF_RECV_BLOCK) == (int)h->len;
 }
 
+/* A framed message that is already there (no wait). */
+bool peer_recv_now(scif_epd_t e, MsgHdr *h, std::vector<uint8_t> *body) {
+    pollfd p{peer().get_fd(e), POLLIN, 0};
+    if (poll(&p, 1, 0) != 1)
+        return false;
+    if (peer().recv(e, h, sizeof(*h), SCIF_RECV_BLOCK) != (int)sizeof(*h))
+        return false;
+    body->resize(h->len);
+    return h->len == 0 || peer().recv(e, body->data(), (int)h->len, SCIF_RECV_BLOCK) == (int)h->len;
+}
+
 std::string pdata_of(const std::vector<uint8_t> &body, size_t len) {
     ConnBody b;
     std::vector<uint8_t> pd;
@@ -70,6 +82,32 @@ std::string pdata_of(const std::vector<uint8_t> &body, size_t len) {
     if (!parse_body(body, len, &b, &pd, &mrs))
         return "<bad body>";
     return std::string(pd.begin(), pd.end());
+}
+
+/*
+ * The provider's SCIF: the fake one, with a hook that runs once, in place,
+ * after the provider's next send (armed by a test; the peer's own sends go
+ * through peer() and never fire it).
+ */
+std::function<void()> send_hook;
+
+int hooked_send(scif_epd_t epd, void *msg, int len, int flags) {
+    int r = fake_scif::ops().send(epd, msg, len, flags);
+    if (send_hook) {
+        std::function<void()> h = std::move(send_hook);
+        send_hook = nullptr;
+        h();
+    }
+    return r;
+}
+
+const ScifOps &provider_ops() {
+    static const ScifOps ops = [] {
+        ScifOps o = fake_scif::ops();
+        o.send = hooked_send;
+        return o;
+    }();
+    return ops;
 }
 
 /* Wait until the progress engine went round twice: what was there, it read. */
@@ -88,7 +126,8 @@ void settle(DAT_IA_HANDLE h) {
 class ConnTest : public ::testing::Test {
   protected:
     void SetUp() override {
-        set_scif_ops(&fake_scif::ops());
+        send_hook = nullptr;
+        set_scif_ops(&provider_ops());
         std::memset(&info_, 0, sizeof(info_));
         std::strcpy(info_.ia_name, "ofa-v2-scif");
         info_.dapl_version_major = 2;
@@ -224,6 +263,104 @@ TEST_F(ConnTest, AcceptThenPeerDisconnects) {
     peer_send(peer_, bye.data(), bye.size());
     EXPECT_EQ(next_conn_event(), DAT_CONNECTION_EVENT_DISCONNECTED);
     EXPECT_EQ(ep_state(), DAT_EP_STATE_DISCONNECTED);
+}
+
+/*
+ * A send the peer answers by disconnecting: its completion comes before
+ * DISCONNECTED on an EVD that takes both (dapl/rdma_test's server once
+ * saw DISCONNECTED first and took it for its send's completion).  The
+ * peer reads the send and says DISCONNECT, and the progress engine has
+ * read that, before the provider's send call returns.  A send posted
+ * meanwhile, after the peer's DISCONNECT arrived, is flushed.
+ */
+class DtoThenLossTest : public ConnTest {
+  protected:
+    /* An EP whose DTO and connection events share one EVD, accepted. */
+    void connect_shared_evd() {
+        ASSERT_EQ(evd_create(ia_, 8, DAT_HANDLE_NULL,
+                             (DAT_EVD_FLAGS)(DAT_EVD_DTO_FLAG | DAT_EVD_CONNECTION_FLAG), &both_),
+                  DAT_SUCCESS);
+        ASSERT_EQ(ep_create(ia_, pz_, both_, both_, both_, nullptr, &ep2_), DAT_SUCCESS);
+        DAT_CR_HANDLE cr;
+        peer_requests(&cr);
+        ASSERT_EQ(cr_accept(cr, ep2_, 0, nullptr), DAT_SUCCESS);
+        MsgHdr h;
+        std::vector<uint8_t> body;
+        ASSERT_TRUE(peer_recv(peer_, &h, &body));
+        ASSERT_EQ(h.type, MSG_CONN_ACCEPT);
+        ASSERT_EQ(next_event().event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
+    }
+
+    /*
+     * Connect, then post send 42, which the peer reads and answers by
+     * disconnecting, seen by the engine before the send call returns
+     * (and send 43 posted then too, if @post_again).
+     */
+    void send_answered_by_disconnect(bool post_again) {
+        connect_shared_evd();
+        peer_answers_with_disconnect(post_again);
+        DAT_DTO_COOKIE c{.as_64 = 42};
+        ASSERT_EQ(ep_post_send(ep2_, 0, nullptr, c, DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+    }
+
+    /* Armed before a send: the peer reads it, disconnects, the engine sees it. */
+    void peer_answers_with_disconnect(bool post_again) {
+        send_hook = [this, post_again] {
+            MsgHdr h;
+            std::vector<uint8_t> body;
+            ASSERT_TRUE(peer_recv(peer_, &h, &body));
+            EXPECT_EQ(h.type, MSG_SEND);
+            std::vector<uint8_t> bye = frame(MSG_DISCONNECT, {});
+            peer_send(peer_, bye.data(), bye.size());
+            settle(ia_);
+            if (post_again) {
+                DAT_DTO_COOKIE c{.as_64 = 43};
+                EXPECT_EQ(ep_post_send(ep2_, 0, nullptr, c, DAT_COMPLETION_DEFAULT_FLAG),
+                          DAT_SUCCESS);
+            }
+        };
+    }
+
+    DAT_EVENT next_event() {
+        DAT_EVENT ev{};
+        DAT_COUNT nmore;
+        if (evd_wait(both_, kWait, 1, &ev, &nmore) != DAT_SUCCESS)
+            ev.event_number = (DAT_EVENT_NUMBER)0;
+        return ev;
+    }
+
+    /* The next event is the completion of a send with this cookie and status. */
+    void expect_send(uint64_t cookie, DAT_DTO_COMPLETION_STATUS st) {
+        DAT_EVENT ev = next_event();
+        ASSERT_EQ(ev.event_number, DAT_DTO_COMPLETION_EVENT)
+            << "event " << std::hex << ev.event_number;
+        const DAT_DTO_COMPLETION_EVENT_DATA &d = ev.event_data.dto_completion_event_data;
+        EXPECT_EQ(d.operation, DAT_DTO_SEND);
+        EXPECT_EQ(d.user_cookie.as_64, cookie);
+        EXPECT_EQ(d.status, st);
+    }
+
+    DAT_EVD_HANDLE both_ = DAT_HANDLE_NULL;
+    DAT_EP_HANDLE ep2_ = DAT_HANDLE_NULL;
+};
+
+TEST_F(DtoThenLossTest, SendCompletesBeforeThePeersDisconnect) {
+    send_answered_by_disconnect(false);
+    expect_send(42, DAT_DTO_SUCCESS);
+    EXPECT_EQ(next_event().event_number, DAT_CONNECTION_EVENT_DISCONNECTED);
+    DAT_EP_STATE st;
+    ASSERT_EQ(ep_get_status(ep2_, &st, nullptr, nullptr), DAT_SUCCESS);
+    EXPECT_EQ(st, DAT_EP_STATE_DISCONNECTED);
+}
+
+TEST_F(DtoThenLossTest, SendAfterThePeersDisconnectIsFlushed) {
+    send_answered_by_disconnect(true);
+    expect_send(43, DAT_DTO_ERR_FLUSHED);
+    expect_send(42, DAT_DTO_SUCCESS);
+    EXPECT_EQ(next_event().event_number, DAT_CONNECTION_EVENT_DISCONNECTED);
+    MsgHdr h;
+    std::vector<uint8_t> body;
+    EXPECT_FALSE(peer_recv_now(peer_, &h, &body)) << "the second send went out";
 }
 
 /* Active side: CONN_REQ carries the qualifier and private data; REJECT ends it. */
