@@ -67,10 +67,17 @@ static int open_end(struct end *e) {
     return dat_ep_create(e->ia, e->pz, e->evd, e->evd, e->evd, NULL, &e->ep) == DAT_SUCCESS;
 }
 
+/* The next event, which must be @num; if not, stderr says what came. */
 static int wait_for(struct end *e, DAT_EVENT_NUMBER num, DAT_EVENT *ev) {
     DAT_COUNT n;
+    DAT_RETURN r = dat_evd_wait(e->evd, TO, 1, ev, &n);
 
-    return dat_evd_wait(e->evd, TO, 1, ev, &n) == DAT_SUCCESS && ev->event_number == num;
+    if (r == DAT_SUCCESS && ev->event_number == num)
+        return 1;
+    fprintf(stderr, "pid %d: waiting for event %#x: %s%#x\n", (int)getpid(), (unsigned)num,
+            r == DAT_SUCCESS ? "got event " : "dat_evd_wait returned ",
+            r == DAT_SUCCESS ? (unsigned)ev->event_number : (unsigned)r);
+    return 0;
 }
 
 static int dto(struct end *e, DAT_DTOS op, uint64_t cookie, uint32_t len) {
