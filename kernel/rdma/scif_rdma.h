@@ -193,7 +193,11 @@
  *     sent (or the link's end) for up to SRD_RMA_KILL_WAIT in all before
  *     it deregisters their MRs, since deregistering under the target's RDMA
  *     fails that RDMA with a remote access error, which resets the link
- *     and every connection over it; the call returns EINTR.  Only a
+ *     and every connection over it; the call returns EINTR.  A request
+ *     it gave up on leaves a tombstone under its id (at most
+ *     SRD_RMA_TOMBS per link; past that the id just goes): its late
+ *     RMA_DONE (say a peer fence wait's) takes the tombstone away and is
+ *     counted in rma_late, not as a bad frame.  Only a
  *     target that does not answer within the bound can still cause that
  *     reset.  The same bound holds for a killed caller whose own work
  *     request (IB_WR_REG_MR) has not completed: a peer can stall our send
@@ -475,10 +479,12 @@ struct srd_ka {
 	 * touches memory, no completion runs), wakes rma_wq and waits for
 	 * rma_users to drop to zero before freeing this and the PD.
 	 * rma_busy (RMA WRs posted) is under peer->lock; rma_reqs (our
-	 * requests by id) under its xa_lock; rma_nreq (our requests
-	 * outstanding, at most SCIF_RDMA_RMA_REQS: taken in a wait
-	 * condition, so no lock) and rma_jobs (the peer's requests being
-	 * served) atomic.
+	 * requests by id, and tombstones: xa_mk_value(connection id) in
+	 * place of a request whose killed caller gave up on its RMA_DONE,
+	 * rma_tombs of them, at most SRD_RMA_TOMBS) under its xa_lock;
+	 * rma_nreq (our requests outstanding, at most SCIF_RDMA_RMA_REQS:
+	 * taken in a wait condition, so no lock) and rma_jobs (the peer's
+	 * requests being served) atomic.
 	 */
 	struct ib_pd *pd;
 	unsigned int rma_pages;		/* pages per MR, 0: no RMA */
@@ -488,6 +494,7 @@ struct srd_ka {
 	unsigned int rma_busy;
 	atomic_t rma_nreq;
 	struct xarray rma_reqs;
+	unsigned int rma_tombs;
 	u32 rma_next;
 	atomic_t rma_jobs;
 
@@ -609,7 +616,9 @@ void srd_rma_link_dead(struct srd_ka *ka);
 void srd_rma_rx_req(struct srd_peer *peer, u64 gen, struct srd_conn *c,
 		    const struct srd_hdr *h, const u8 *payload);
 void srd_rma_rx_done(struct srd_peer *peer, u64 gen, const struct srd_hdr *h);
-extern atomic_t srd_rma_inline_sent, srd_rma_inline_served;
+extern atomic_t srd_rma_inline_sent, srd_rma_inline_served, srd_rma_late;
+/* tombstones of requests given up on, per link (step 22) */
+#define SRD_RMA_TOMBS		(4 * SCIF_RDMA_RMA_REQS)
 
 /*
  * Work requests of one RMA step on the link's send queue: pending counts

@@ -775,6 +775,8 @@ SRD_COUNTER_ATTR(bad_frames, srd_bad);
 /* RMA across hosts, the inline path (steps 19-21) */
 SRD_COUNTER_ATTR(rma_inline_sent, srd_rma_inline_sent);
 SRD_COUNTER_ATTR(rma_inline_served, srd_rma_inline_served);
+/* answers that came after their killed caller gave up (step 22) */
+SRD_COUNTER_ATTR(rma_late, srd_rma_late);
 /* direct reads (steps 23-25): done here, read keys of ours live */
 SRD_COUNTER_ATTR(rma_direct_reads, srd_rma_direct_reads);
 SRD_COUNTER_ATTR(rma_keys, srd_keys_live);
@@ -801,6 +803,7 @@ static struct attribute *srd_attrs[] = {
 	&srd_links_attr.attr,
 	&srd_rma_inline_sent_attr.attr,
 	&srd_rma_inline_served_attr.attr,
+	&srd_rma_late_attr.attr,
 	&srd_inl_max_attr.attr,
 	&srd_rma_direct_reads_attr.attr,
 	&srd_rma_keys_attr.attr,

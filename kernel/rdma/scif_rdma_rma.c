@@ -30,6 +30,8 @@ struct workqueue_struct *srd_fence_wq;
 /* inline requests this host sent, and served with their data (sysfs) */
 atomic_t srd_rma_inline_sent = ATOMIC_INIT(0);
 atomic_t srd_rma_inline_served = ATOMIC_INIT(0);
+/* RMA_DONEs that came after their killed caller gave up (sysfs) */
+atomic_t srd_rma_late = ATOMIC_INIT(0);
 
 static_assert(SRD_RMA_PIPE >= 1 && SRD_RMA_PIPE <= SCIF_RDMA_RMA_REQS);
 
@@ -114,6 +116,7 @@ void srd_rma_ka_init(struct srd_ka *ka, struct ib_pd *pd)
 	atomic_set(&ka->rma_jobs, 0);
 	atomic_set(&ka->rma_nreq, 0);
 	xa_init_flags(&ka->rma_reqs, XA_FLAGS_ALLOC1);
+	ka->rma_tombs = 0;
 	xa_init(&ka->keys_in);
 	ka->nkeys_in = 0;
 	ka->xkeys = 0;
@@ -652,7 +655,15 @@ void srd_rma_rx_done(struct srd_peer *peer, u64 gen, const struct srd_hdr *h)
 	if (ka && peer->gen == gen) {
 		xa_lock(&ka->rma_reqs);
 		req = xa_load(&ka->rma_reqs, id);
-		if (req && req->lid == dst && !req->done) {
+		if (xa_is_value(req)) {
+			/* its caller was killed and gave up: late, not bad */
+			if (xa_to_value(req) == dst) {
+				why = NULL;
+				__xa_erase(&ka->rma_reqs, id);
+				ka->rma_tombs--;
+				atomic_inc(&srd_rma_late);
+			}
+		} else if (req && req->lid == dst && !req->done) {
 			why = NULL;
 			if (plen != (req->iread && !status ? req->len : 0)) {
 				why = "bad RMA_DONE payload";
@@ -895,6 +906,27 @@ static int srd_req_direct_end(struct srd_ka *ka, struct srd_req *req)
 	return ret;
 }
 
+/*
+ * Take @req out of the link's table.  A request still unanswered on a
+ * live link (its caller killed, step 22) leaves a tombstone, so that the
+ * target's late RMA_DONE is known for what it is; past SRD_RMA_TOMBS of
+ * them the id just goes (that answer then counts as a bad frame).
+ */
+static void srd_req_forget(struct srd_ka *ka, struct srd_req *req)
+{
+	xa_lock(&ka->rma_reqs);
+	if (!req->done && !READ_ONCE(ka->dead) &&
+	    ka->rma_tombs < SRD_RMA_TOMBS) {
+		/* in place of an entry: no allocation, cannot fail */
+		__xa_store(&ka->rma_reqs, req->id, xa_mk_value(req->lid),
+			   GFP_NOWAIT);
+		ka->rma_tombs++;
+	} else {
+		__xa_erase(&ka->rma_reqs, req->id);
+	}
+	xa_unlock(&ka->rma_reqs);
+}
+
 static bool srd_req_polled(const void *arg)
 {
 	return READ_ONCE(((const struct srd_req *)arg)->done);
@@ -934,7 +966,7 @@ static int srd_req_wait(struct srd_ka *ka, struct srd_req *req,
 	} else {
 		ret = READ_ONCE(req->done) ? 0 : -ECONNRESET;
 	}
-	xa_erase(&ka->rma_reqs, req->id);
+	srd_req_forget(ka, req);
 	/* the DONE handler let go of req under the xa_lock */
 	if (!ret)
 		ret = srd_rma_errno(req->status);

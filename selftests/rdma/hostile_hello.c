@@ -62,7 +62,11 @@
  * (line-buffered, so a script can follow it), while keeping the link
  * alive (PINGs with the credits of the receives it reposted); it stops
  * when the connection is closed (a CLOSE frame) or after HUNG_HOLD
- * seconds, and prints "rma hung requests N closed|held".  With -S as
+ * seconds, and prints "rma hung requests N closed|held".  On SIGUSR1 it
+ * answers every request it holds, late (an inline read of at most 8
+ * bytes with status 0 and its data, anything else with ECONNRESET), and
+ * prints "rma hung answered N": the listener's killed callers gave up on
+ * those answers long before.  With -S as
  * well it posts only HUNG_STALL_RECV receives, fewer than the link's
  * credits, and never posts one again: the listener's next SEND then
  * waits for receiver-not-ready retries without end (RC), and so does
@@ -80,6 +84,7 @@
  *   2  bad usage or a local setup error (errno text printed)
  */
 #include <errno.h>
+#include <signal.h>
 #include <netdb.h>
 #include <poll.h>
 #include <stdint.h>
@@ -787,26 +792,66 @@ static void inline_answers(struct rdma_cm_id *id, unsigned int port) {
     ibv_dereg_mr(mr);
 }
 
+static volatile sig_atomic_t hung_answer; /* -H: SIGUSR1 came */
+
+static void on_usr1(int sig) {
+    (void)sig;
+    hung_answer = 1;
+}
+
+/* A request -H holds: its id, op and length. */
+struct held {
+    uint32_t rid, op, len;
+};
+
+/* Answer the @n requests in @h late (see -H); the number answered. */
+static int hung_answer_all(struct rdma_cm_id *id, struct ibv_mr *mr, uint8_t *buf, uint32_t conn,
+                           const struct held *h, int n) {
+    int i, sent = 0;
+
+    for (i = 0; i < n; i++) {
+        uint32_t plen = h[i].op == RMA_IREAD && h[i].len <= 8 ? h[i].len : 0;
+
+        frame_hdr(buf, F_RMA_DONE, (unsigned int)rma_unreported, conn, plen);
+        rma_unreported = 0;
+        put32(buf + 20, h[i].rid);
+        put32(buf + 24, h[i].op == RMA_IREAD && h[i].len <= 8 ? 0 : ECONNRESET);
+        memset(buf + FRAME_HDR, 0x48, plen);
+        if (send_frame(id, mr, buf, FRAME_HDR + (int)plen))
+            break;
+        sent++;
+    }
+    return sent;
+}
+
 /*
  * -H PORT: connect to PORT on the listener's host as connection 6 (from
  * port 10) and never answer the RMA_REQs sent to it (a hung target),
  * keeping the link alive with a PING every second; until a CLOSE for the
  * connection or HUNG_HOLD seconds.  Prints each request and the count.
+ * SIGUSR1: answer those held (late).
  */
 static void hung_target(struct rdma_cm_id *id, unsigned int port) {
-    static uint8_t buf[FRAME_HDR];
+    static uint8_t buf[FRAME_HDR + 8];
+    static struct held held[2 * RMA_REQS];
     struct ibv_mr *mr = ibv_reg_mr(id->pd, buf, sizeof(buf), 0);
     uint32_t conn = 0;
-    int n, reqs = 0, closed = 0;
+    int n, reqs = 0, nheld = 0, closed = 0;
     long long end, last;
     struct ibv_wc wc;
     uint8_t *f;
 
+    signal(SIGUSR1, on_usr1);
     if (rma_conn_open(id, 6, 10, port, mr, buf, &conn))
         return;
     end = now_ms() + HUNG_HOLD * 1000LL;
     last = now_ms();
     while (conn && !closed && now_ms() < end) {
+        if (hung_answer) {
+            hung_answer = 0;
+            printf("rma hung answered %d\n", hung_answer_all(id, mr, buf, conn, held, nheld));
+            nheld = 0;
+        }
         n = ibv_poll_cq(id->recv_cq, 1, &wc);
         if (n < 0 || (n && wc.status != IBV_WC_SUCCESS)) {
             printf("rma hung link failed\n");
@@ -822,9 +867,15 @@ static void hung_target(struct rdma_cm_id *id, unsigned int port) {
         }
         f = rma_rbuf[wc.wr_id];
         if (wc.byte_len >= FRAME_HDR && get32(f + 8) == frame_src) {
-            if (f[4] == F_RMA_REQ)
-                printf("rma hung request %d op %u len %u\n", ++reqs, get32(f + 24),
-                       wc.byte_len >= FRAME_HDR + RMA_WIRE ? get32(f + FRAME_HDR + 20) : 0);
+            if (f[4] == F_RMA_REQ) {
+                struct held r = {get32(f + 20), get32(f + 24),
+                                 wc.byte_len >= FRAME_HDR + RMA_WIRE ? get32(f + FRAME_HDR + 20)
+                                                                     : 0};
+
+                printf("rma hung request %d op %u len %u\n", ++reqs, r.op, r.len);
+                if (nheld < 2 * RMA_REQS)
+                    held[nheld++] = r;
+            }
             closed = f[4] == F_CLOSE;
         }
         /* -S: no receive is posted again, so the peer's next SEND waits */
