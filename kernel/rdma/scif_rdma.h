@@ -147,9 +147,11 @@
  *     SCIF_RDMA_RMA_REQS in service (EBUSY); gathers its endpoint's
  *     window pages with the protection the op needs
  *     (scif_remote_rma_get(): references held until done; ENXIO,
- *     EACCES), and in a work item maps them, registers them for local
- *     access only and posts one RDMA WRITE (initiator reads) or RDMA READ
- *     (initiator writes) to the initiator's MR; an inline op it serves
+ *     EACCES), and in a work item DMA-maps them and posts RDMA WRITEs
+ *     (initiator reads) or RDMA READs (initiator writes) to the
+ *     initiator's MR, its own side SGE lists of the PD's local DMA key
+ *     (srd_post_sg(): nothing registered, as nothing remote reaches
+ *     these pages; SRD_RMA_SGES entries per WR); an inline op it serves
  *     in the work item with the CPU (kmap_local_page(), page by page):
  *     a write's data from the request into the window pages, a read's
  *     from the window pages into its RMA_DONE; a signal it
@@ -239,9 +241,10 @@
  *     larger read is cut as in step 19, but a request that would start
  *     inside a key of its connection is instead RDMA READs of the owner's
  *     MR (up to the key's end at most; SRD_DIRECT_WRS of them at once, of
- *     at least SRD_DIRECT_WR_MIN bytes each), straight into the caller's
- *     pages, registered for local write only (IB_WR_REG_MR), in the
- *     call's pipeline like a request.  A failed READ ends the link (step
+ *     at least SRD_DIRECT_WR_MIN bytes each, more where the SGE limit
+ *     cuts them), straight into the caller's pages (SGE lists of the
+ *     local DMA key, as in step 20: no registration), in the call's
+ *     pipeline like a request.  A failed READ ends the link (step
  *     8; the call gets ECONNRESET), as any failed RDMA does.  Any other
  *     read, and any part of one that starts outside every key, goes by
  *     steps 19-22.
@@ -250,15 +253,18 @@
  * each peer's id/address/port); it is never held while destroying a
  * cm_id that may have events (the listener's handler takes it; only a
  * listener that failed to bind or listen is destroyed under it).  Each
- * peer's mutex protects its link state (res: cm_id, pd, cq, qp; state,
+ * peer's mutex protects its link state (res: cm_id, pd, cqs, qp; state,
  * backoff, node_up, removed, and the keepalive state of the current
  * link, struct srd_ka); the rdma_cm handler of a peer's cm_id
  * holds it for the whole event, so once the link's work detached the
  * cm_id under it, no handler touches that cm_id's resources again, and the
- * work destroys them after dropping it.  The keepalive's completion
- * handlers (CQ work, IB_POLL_WORKQUEUE) and its work take the peer's
- * mutex too and act only on the peer's current link; nothing waits for
- * the CQ's work (ib_free_cq) or the keepalive work while holding it.
+ * work destroys them after dropping it.  The receive completions
+ * (receive CQ, IB_POLL_WORKQUEUE), the frames' send completions (handed
+ * by the send CQ, IB_POLL_SOFTIRQ, to ka->sent_work) and the keepalive
+ * work take the peer's mutex too and act only on the peer's current
+ * link; nothing waits for the CQs (ib_free_cq), sent_work or the
+ * keepalive work while holding it.  The RDMA completions (send CQ)
+ * take no lock (struct srd_ka).
  * The link's frame state (struct srd_ka: outbox, credits) is under the
  * peer's mutex as well.  srd_msg_mutex protects the connections (struct
  * srd_conn, each peer's table, srd_peer_of[], the xprt field of the
@@ -267,8 +273,9 @@
  * (ep->lock, the endpoint mutexes via scif_ep_put()) may be taken under
  * srd_msg_mutex; the core calls the transport operations with no
  * spinlock held.
- * RMA (steps 19-22): a link's RMA counters and request slots are under
- * the peer's mutex, its request table under the table's xa_lock (taken
+ * RMA (steps 19-22): a link's RMA work requests are posted under the
+ * peer's mutex, counted in atomics (rma_busy, srd_rwr.pending), its
+ * request table under the table's xa_lock (taken
  * inside the peer's mutex by the RMA_DONE handler); RMA waiters sleep on
  * ka->rma_wq with no lock held.
  * Read keys (steps 23-25): the owner's keys (struct srd_xkey, every link's)
@@ -293,6 +300,7 @@
 #include <linux/ctype.h>
 #include <linux/string.h>
 #include <linux/atomic.h>
+#include <linux/llist.h>
 #include <linux/xarray.h>
 #include <linux/uaccess.h>
 #include <linux/overflow.h>
@@ -351,6 +359,12 @@
 /* a direct read's RDMA READs in flight (step 25), most; their size, least */
 #define SRD_DIRECT_WRS		4
 #define SRD_DIRECT_WR_MIN	(16 * 1024)
+/*
+ * SGEs per RMA work request, most: our side of an RDMA READ or WRITE is a
+ * list of the PD's local DMA key (srd_post_sg()), a 64 KiB READ of
+ * scattered pages one WR
+ */
+#define SRD_RMA_SGES		16
 /* how long a killed initiator waits for its request's RMA_DONE, most */
 #define SRD_RMA_KILL_WAIT	(5 * HZ)
 /* a peer fence wait (op 7) looks whether its link died this often */
@@ -443,6 +457,8 @@ struct srd_buf {
 struct srd_tx {
 	struct list_head link;		/* outbox or posted, peer->lock */
 	struct ib_cqe cqe;
+	struct llist_node sent;		/* completed: in ka->sent */
+	enum ib_wc_status wc_status;	/* its completion's, for ka->sent */
 	struct srd_ka *ka;
 	u64 dma;
 	bool mapped;
@@ -454,10 +470,15 @@ struct srd_tx {
 
 /*
  * A link's messaging state (steps 7, 10, 11).  It lives as long as the
- * link's QP and CQ: srd_destroy_link() frees it after ib_free_cq(), when no
- * completion handler runs or will run.  The handlers touch it only under
- * peer->lock and only while this is the peer's current link (peer->res.ka);
- * so do senders (srd_xmit()).
+ * link's QP and CQs: srd_destroy_link() frees it after ib_free_cq() of
+ * both, when no completion handler runs or will run, and after sent_work.
+ * The receive handlers and sent_work touch it only under peer->lock and
+ * only while this is the peer's current link (peer->res.ka); so do
+ * senders (srd_xmit()).  The send CQ's handlers run in softirq and take
+ * no mutex: a frame's completion goes on the sent list (lock-free) for
+ * sent_work, an RDMA work request's only touches atomics, its own struct
+ * srd_rwr and rma_wq, and leaves a failure in rdma_err for sent_work,
+ * which ends the link.
  */
 struct srd_ka {
 	struct srd_peer *peer;
@@ -471,6 +492,9 @@ struct srd_ka {
 	unsigned int rx_unrep;		/* our reposted receives, unreported */
 	bool ping_busy;			/* a PING queued or posted */
 	unsigned long last_rx;		/* jiffies of the last valid frame */
+	struct llist_head sent;		/* srd_tx completed, newest first */
+	int rdma_err;			/* an RMA WR's failure, or 0 */
+	struct work_struct sent_work;	/* srd_sent_work() */
 
 	/*
 	 * RMA (scif_rdma_rma.c, steps 19-22).  rma_users counts the threads
@@ -478,7 +502,8 @@ struct srd_ka {
 	 * srd_destroy_link() sets dead once the QP and CQ are gone (no RDMA
 	 * touches memory, no completion runs), wakes rma_wq and waits for
 	 * rma_users to drop to zero before freeing this and the PD.
-	 * rma_busy (RMA WRs posted) is under peer->lock; rma_reqs (our
+	 * rma_busy (RMA WRs posted) is raised under peer->lock, lowered
+	 * by their completions (softirq), atomic; rma_reqs (our
 	 * requests by id, and tombstones: xa_mk_value(connection id) in
 	 * place of a request whose killed caller gave up on its RMA_DONE,
 	 * rma_tombs of them, at most SRD_RMA_TOMBS) under its xa_lock;
@@ -488,10 +513,11 @@ struct srd_ka {
 	 */
 	struct ib_pd *pd;
 	unsigned int rma_pages;		/* pages per MR, 0: no RMA */
+	unsigned int max_sge;		/* SGEs per send WR (the QP's) */
 	wait_queue_head_t rma_wq;
 	atomic_t rma_users;
 	bool dead;
-	unsigned int rma_busy;
+	atomic_t rma_busy;
 	atomic_t rma_nreq;
 	struct xarray rma_reqs;
 	unsigned int rma_tombs;
@@ -516,7 +542,8 @@ enum srd_state { SRD_DOWN, SRD_CONNECTING, SRD_UP };
 struct srd_link {
 	struct rdma_cm_id *cm_id;	/* the link's cm_id, or NULL */
 	struct ib_pd *pd;
-	struct ib_cq *cq;
+	struct ib_cq *cq;		/* receives: IB_POLL_WORKQUEUE */
+	struct ib_cq *scq;		/* sends and RDMA: IB_POLL_SOFTIRQ */
 	bool qp;			/* cm_id has a QP */
 	struct srd_ka *ka;		/* the QP's keepalive buffers */
 };
@@ -617,26 +644,28 @@ void srd_rma_rx_req(struct srd_peer *peer, u64 gen, struct srd_conn *c,
 		    const struct srd_hdr *h, const u8 *payload);
 void srd_rma_rx_done(struct srd_peer *peer, u64 gen, const struct srd_hdr *h);
 extern atomic_t srd_rma_inline_sent, srd_rma_inline_served, srd_rma_late;
+extern atomic_t srd_rma_regs;
 /* tombstones of requests given up on, per link (step 22) */
 #define SRD_RMA_TOMBS		(4 * SCIF_RDMA_RMA_REQS)
 
 /*
  * Work requests of one RMA step on the link's send queue: pending counts
- * those posted and not completed (written under peer->lock; its owner
- * reads it without, with acquire, and the completion's release of it is
- * the handler's last touch of the struct); status is the first
+ * those posted and not completed (raised before each is posted, lowered
+ * with release by its completion in softirq, the handler's last touch of
+ * the struct; its owner reads it with acquire); status is the first
  * completion error.
  */
 struct srd_rwr {
 	struct ib_cqe cqe;
 	struct srd_ka *ka;
-	unsigned int pending;
+	atomic_t pending;
 	int status;
 };
 
 /* Local pages DMA-mapped and described by a fast-registration MR. */
 struct srd_map {
 	struct sg_table sgt;
+	u32 len;			/* bytes mapped */
 	int nents;
 	bool sgt_alloc;
 	enum dma_data_direction dir;
@@ -655,6 +684,12 @@ bool srd_poll(bool (*done)(const void *arg), const void *arg);
 int srd_map(struct srd_ka *ka, struct srd_map *m, struct page **pages,
 	    unsigned int off, u32 len, unsigned int maxpg,
 	    enum dma_data_direction dir);
+int srd_map_sg(struct srd_ka *ka, struct srd_map *m, struct page **pages,
+	       unsigned int off, u32 len, unsigned int maxpg,
+	       enum dma_data_direction dir);
+int srd_post_sg(struct srd_rwr *r, struct srd_map *m, u32 piece,
+		enum ib_wr_opcode op, u64 raddr, u32 rkey,
+		unsigned int *posted);
 int srd_reg(struct srd_ka *ka, struct srd_map *m, int access);
 void srd_unmap(struct srd_ka *ka, struct srd_map *m);
 void srd_to_pages(struct page **pages, unsigned int off, const u8 *buf,

@@ -25,7 +25,7 @@ static void srd_tx_free(struct srd_ka *ka, struct srd_tx *tx)
 	kfree(tx);
 }
 
-/* Unmap and free a detached link's buffers (its CQ freed already). */
+/* Unmap and free a detached link's buffers (its CQs freed already). */
 void srd_ka_free(struct srd_ka *ka)
 {
 	struct srd_tx *tx, *tmp;
@@ -43,6 +43,8 @@ void srd_ka_free(struct srd_ka *ka)
 	}
 	list_for_each_entry_safe(tx, tmp, &ka->outbox, link)
 		srd_tx_free(ka, tx);
+	/* the CQs are gone: nothing queues it again */
+	cancel_work_sync(&ka->sent_work);
 	list_for_each_entry_safe(tx, tmp, &ka->posted, link)
 		srd_tx_free(ka, tx);
 	xa_destroy(&ka->rma_reqs);
@@ -175,26 +177,65 @@ static void srd_flush(struct srd_peer *peer)
 	}
 }
 
-/* A posted frame completed (or was flushed). */
+/*
+ * A posted frame completed (or was flushed): send CQ, softirq.  The
+ * frame's bookkeeping needs peer->lock, so it waits on the link's sent
+ * list for srd_sent_work(); the first one on the list queues the work.
+ */
 static void srd_send_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct srd_tx *tx = container_of(wc->wr_cqe, struct srd_tx, cqe);
 	struct srd_ka *ka = tx->ka;
-	struct srd_peer *peer = ka->peer;
 
-	mutex_lock(&peer->lock);
-	if (!srd_ka_live(ka))
-		goto out;	/* an old link's: srd_ka_free() frees @tx */
+	tx->wc_status = wc->status;
+	if (llist_add(&tx->sent, &ka->sent))
+		queue_work(srd_wq, &ka->sent_work);
+}
+
+/* Account sent frame @tx of live link @ka (peer->lock held): 0 or -EIO. */
+static int srd_tx_sent(struct srd_peer *peer, struct srd_ka *ka,
+		       struct srd_tx *tx)
+{
+	enum ib_wc_status status = tx->wc_status;
+
 	list_del(&tx->link);
 	ka->sq_busy--;
 	if (tx->ping)
 		ka->ping_busy = false;
 	ka->out_bytes -= tx->payload;
 	srd_tx_free(ka, tx);
-	if (wc->status != IB_WC_SUCCESS) {
-		srd_link_fail(peer, "send", wc->status);
+	if (status != IB_WC_SUCCESS) {
+		srd_link_fail(peer, "send", status);
+		return -EIO;
+	}
+	return 0;
+}
+
+/*
+ * The send CQ's process-context half: frames sent (in completion order)
+ * and a failed RMA work request (srd_rwr_done()) on @ka, if it is still
+ * the live link; an old link's frames are srd_ka_free()'s.
+ */
+static void srd_sent_work(struct work_struct *work)
+{
+	struct srd_ka *ka = container_of(work, struct srd_ka, sent_work);
+	struct srd_peer *peer = ka->peer;
+	struct llist_node *done;
+	struct srd_tx *tx, *tmp;
+	int err;
+
+	done = llist_reverse_order(llist_del_all(&ka->sent));
+	mutex_lock(&peer->lock);
+	if (!srd_ka_live(ka))
+		goto out;
+	err = READ_ONCE(ka->rdma_err);
+	if (err) {
+		srd_link_fail(peer, "RDMA", err);
 		goto out;
 	}
+	llist_for_each_entry_safe(tx, tmp, done, sent)
+		if (srd_tx_sent(peer, ka, tx))
+			goto out;
 	if (ka->out_bytes < SCIF_RDMA_OUTBOX && srd_out_full[peer->id]) {
 		WRITE_ONCE(srd_out_full[peer->id], false);
 		wake_up_all(&srd_txwq[peer->id]);
@@ -282,6 +323,16 @@ static void srd_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	mutex_lock(&peer->lock);
 	if (!srd_ka_live(ka))
 		goto out;	/* an old link's flush: its work frees @b */
+	/*
+	 * A flush is a consequence, not a cause: the QP went to error by a
+	 * failed work request on the send CQ (srd_sent_work() ends the link
+	 * in its name), a disconnect (the cm's event) or our teardown.  Were
+	 * it to end the link here, this work could win the race with the
+	 * send CQ and hide the cause.  Should nothing else end it, the next
+	 * PING fails, or the keepalive does.
+	 */
+	if (wc->status == IB_WC_WR_FLUSH_ERR)
+		goto out;
 	if (wc->status != IB_WC_SUCCESS) {
 		srd_link_fail(peer, "receive", wc->status);
 		goto out;
@@ -368,6 +419,8 @@ int srd_ka_create(struct srd_peer *peer, struct rdma_cm_id *id)
 	ka->dev = id->device;
 	INIT_LIST_HEAD(&ka->outbox);
 	INIT_LIST_HEAD(&ka->posted);
+	init_llist_head(&ka->sent);
+	INIT_WORK(&ka->sent_work, srd_sent_work);
 	ka->tx_credits = SCIF_RDMA_NRECV;
 	srd_rma_ka_init(ka, peer->res.pd);
 	peer->res.ka = ka;

@@ -562,8 +562,8 @@ void srd_key_put(struct srd_ka *ka, u64 gen, struct srd_rkey *k)
  * Step 25: a read of @len bytes (at most SCIF_RDMA_RMA_INLINE) at @roff
  * of the far window space, for connection @serial, into @pages from byte
  * @off of pages[0], as one RDMA READ with a read key covering all of it:
- * into a bounce buffer (the QP has one SGE; no MR to register for so few
- * bytes), then copied.  -ENOENT if no key covers it (the caller goes the
+ * into a bounce buffer (one SGE of the local DMA key: no scatter list of
+ * the caller's pages to build and map for so few bytes), then copied.  -ENOENT if no key covers it (the caller goes the
  * other way), else 0 or the call's errno (-ECONNRESET: the READ failed,
  * and so did the link; -EINTR; -ENOMEM).  The caller holds an rma_users
  * reference on @ka.

@@ -52,21 +52,35 @@ static int srd_create_qp(struct srd_peer *peer, struct rdma_cm_id *id)
 		peer->res.pd = NULL;
 		return ret;
 	}
-	peer->res.cq = ib_alloc_cq(id->device, peer,
-				   SCIF_RDMA_SQ + SCIF_RDMA_RMA_SQ +
-				   SCIF_RDMA_NRECV, 0,
+	/* receives need the peer's mutex: a work item */
+	peer->res.cq = ib_alloc_cq(id->device, peer, SCIF_RDMA_NRECV, 0,
 				   IB_POLL_WORKQUEUE);
 	if (IS_ERR(peer->res.cq)) {
 		ret = PTR_ERR(peer->res.cq);
 		peer->res.cq = NULL;
 		return ret;
 	}
-	attr.send_cq = peer->res.cq;
+	/*
+	 * Sends in softirq: an RMA caller polling for its READ sees it
+	 * complete with no work item scheduled in between (srd_rwr_done());
+	 * frames go on to srd_sent_work().
+	 */
+	peer->res.scq = ib_alloc_cq(id->device, peer,
+				    SCIF_RDMA_SQ + SCIF_RDMA_RMA_SQ, 0,
+				    IB_POLL_SOFTIRQ);
+	if (IS_ERR(peer->res.scq)) {
+		ret = PTR_ERR(peer->res.scq);
+		peer->res.scq = NULL;
+		return ret;
+	}
+	attr.send_cq = peer->res.scq;
 	attr.recv_cq = peer->res.cq;
 	/* frames, and RMA's registrations and RDMA operations (step 19) */
 	attr.cap.max_send_wr = SCIF_RDMA_SQ + SCIF_RDMA_RMA_SQ;
 	attr.cap.max_recv_wr = SCIF_RDMA_NRECV;
-	attr.cap.max_send_sge = 1;
+	/* our side of an RDMA READ or WRITE: SGE lists (srd_post_sg()) */
+	attr.cap.max_send_sge = min_t(u32, id->device->attrs.max_send_sge,
+				      SRD_RMA_SGES);
 	attr.cap.max_recv_sge = 1;
 	attr.sq_sig_type = IB_SIGNAL_REQ_WR;
 	attr.qp_type = IB_QPT_RC;
@@ -74,7 +88,10 @@ static int srd_create_qp(struct srd_peer *peer, struct rdma_cm_id *id)
 	if (ret)
 		return ret;
 	peer->res.qp = true;
-	return srd_ka_create(peer, id);
+	ret = srd_ka_create(peer, id);
+	if (peer->res.ka)
+		peer->res.ka->max_sge = attr.cap.max_send_sge;
+	return ret;
 }
 
 /* Take the link's resources out of @peer (peer->lock held). */
@@ -95,6 +112,8 @@ void srd_destroy_link(struct srd_link *res)
 		rdma_destroy_qp(res->cm_id);
 	if (res->cq)
 		ib_free_cq(res->cq);	/* waits for its completion work */
+	if (res->scq)
+		ib_free_cq(res->scq);	/* and its softirq */
 	/* no RDMA touches memory any more: RMA users end (step 22) */
 	srd_rma_link_dead(res->ka);
 	srd_ka_free(res->ka);
@@ -782,6 +801,8 @@ SRD_COUNTER_ATTR(rma_direct_reads, srd_rma_direct_reads);
 SRD_COUNTER_ATTR(rma_keys, srd_keys_live);
 /* small calls that found their completion polling (poll_us) */
 SRD_COUNTER_ATTR(rma_polled, srd_rma_polled);
+/* memory registrations posted (requests' MRs, read keys) */
+SRD_COUNTER_ATTR(rma_regs, srd_rma_regs);
 
 static ssize_t rma_inline_max_show(struct kobject *kobj,
 				   struct kobj_attribute *attr, char *buf)
@@ -808,6 +829,7 @@ static struct attribute *srd_attrs[] = {
 	&srd_rma_direct_reads_attr.attr,
 	&srd_rma_keys_attr.attr,
 	&srd_rma_polled_attr.attr,
+	&srd_rma_regs_attr.attr,
 	&srd_self_attr.attr,
 	&srd_nodes_attr.attr,
 	&srd_rejected_attr.attr,

@@ -32,6 +32,8 @@ atomic_t srd_rma_inline_sent = ATOMIC_INIT(0);
 atomic_t srd_rma_inline_served = ATOMIC_INIT(0);
 /* RMA_DONEs that came after their killed caller gave up (sysfs) */
 atomic_t srd_rma_late = ATOMIC_INIT(0);
+/* IB_WR_REG_MR posted by this host (sysfs): what the peer reaches */
+atomic_t srd_rma_regs = ATOMIC_INIT(0);
 
 static_assert(SRD_RMA_PIPE >= 1 && SRD_RMA_PIPE <= SCIF_RDMA_RMA_REQS);
 
@@ -113,6 +115,7 @@ void srd_rma_ka_init(struct srd_ka *ka, struct ib_pd *pd)
 	ka->rma_pages = max > 1 ? min_t(u32, max - 1, SCIF_RDMA_RMA_PAGES) : 0;
 	init_waitqueue_head(&ka->rma_wq);
 	atomic_set(&ka->rma_users, 0);
+	atomic_set(&ka->rma_busy, 0);
 	atomic_set(&ka->rma_jobs, 0);
 	atomic_set(&ka->rma_nreq, 0);
 	xa_init_flags(&ka->rma_reqs, XA_FLAGS_ALLOC1);
@@ -161,35 +164,41 @@ void srd_rma_unuse(struct srd_ka *ka)
 		wake_up_all(&ka->rma_wq);
 }
 
-/* A registration or RDMA operation completed (CQ work). */
+/*
+ * A registration or RDMA operation completed: send CQ, softirq, so that
+ * a caller polling for it (srd_poll()) sees it without a work item being
+ * scheduled first.  No mutex here: a failure is left in rdma_err for
+ * srd_sent_work(), which ends the link (completions of one CQ run one at
+ * a time, so the first failure is the one kept).
+ */
 static void srd_rwr_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct srd_rwr *r = container_of(wc->wr_cqe, struct srd_rwr, cqe);
 	struct srd_ka *ka = r->ka;
-	struct srd_peer *peer = ka->peer;
 
-	mutex_lock(&peer->lock);
-	ka->rma_busy--;
 	if (wc->status != IB_WC_SUCCESS) {
 		if (!r->status)
 			r->status = wc->status;
-		if (peer->res.ka == ka && peer->state != SRD_DOWN)
-			srd_link_fail(peer, "RDMA", wc->status);
+		if (!READ_ONCE(ka->rdma_err)) {
+			WRITE_ONCE(ka->rdma_err, wc->status);
+			queue_work(srd_wq, &ka->sent_work);
+		}
 	}
+	atomic_dec(&ka->rma_busy);
 	/*
 	 * The last touch of @r, after its status: its owner reads pending
-	 * without the lock (srd_rwr_idle(), polled or woken by any wake-up of
-	 * rma_wq) and, at 0, returns, and @r (on its stack) goes.
+	 * without a lock (srd_rwr_idle(), polled or woken by any wake-up of
+	 * rma_wq) and, at 0, returns, and @r (on its stack) goes.  @ka stays
+	 * until the CQ is freed.
 	 */
-	smp_store_release(&r->pending, r->pending - 1);
+	atomic_dec_return_release(&r->pending);
 	wake_up_all(&ka->rma_wq);
-	mutex_unlock(&peer->lock);
 }
 
 static bool srd_rwr_idle(const struct srd_rwr *r)
 {
 	/* acquire: the status and data the completions wrote before */
-	return !smp_load_acquire(&r->pending) || READ_ONCE(r->ka->dead);
+	return !atomic_read_acquire(&r->pending) || READ_ONCE(r->ka->dead);
 }
 
 /*
@@ -288,25 +297,29 @@ int srd_rwr_post(struct srd_rwr *r, struct ib_send_wr *wr)
 			mutex_unlock(&peer->lock);
 			return -ECONNRESET;
 		}
-		if (ka->rma_busy < SCIF_RDMA_RMA_SQ)
+		/* only posters raise it, all under peer->lock */
+		if (atomic_read(&ka->rma_busy) < SCIF_RDMA_RMA_SQ)
 			break;
 		mutex_unlock(&peer->lock);
 		/* nothing posted yet: a killed caller just goes */
-		if (wait_event_killable(ka->rma_wq, READ_ONCE(ka->rma_busy) <
-							    SCIF_RDMA_RMA_SQ ||
-					    READ_ONCE(ka->dead)))
+		if (wait_event_killable(ka->rma_wq,
+					atomic_read(&ka->rma_busy) <
+						SCIF_RDMA_RMA_SQ ||
+					READ_ONCE(ka->dead)))
 			return -EINTR;
 	}
 	r->cqe.done = srd_rwr_done;
 	wr->wr_cqe = &r->cqe;
 	wr->send_flags = IB_SEND_SIGNALED;
 	wr->next = NULL;
+	/* counted first: the completion may run before the post returns */
+	atomic_inc(&ka->rma_busy);
+	atomic_inc(&r->pending);
 	ret = ib_post_send(peer->res.cm_id->qp, wr, NULL);
 	if (ret) {
+		atomic_dec(&r->pending);
+		atomic_dec(&ka->rma_busy);
 		srd_link_fail(peer, "post RDMA", ret);
-	} else {
-		ka->rma_busy++;
-		r->pending++;
 	}
 	mutex_unlock(&peer->lock);
 	return ret ? -ECONNRESET : 0;
@@ -348,21 +361,21 @@ void srd_unmap(struct srd_ka *ka, struct srd_map *m)
 }
 
 /*
- * DMA-map @len bytes of @pages from byte @off of pages[0] and describe
- * them by a new MR of @ka's PD (not registered yet).
+ * DMA-map @len bytes of @pages from byte @off of pages[0], at most @maxpg
+ * pages: what a work request of ours addresses with the PD's local DMA
+ * key (srd_post_sg()), with no registration.
  */
-int srd_map(struct srd_ka *ka, struct srd_map *m, struct page **pages,
-	    unsigned int off, u32 len, unsigned int maxpg,
-	    enum dma_data_direction dir)
+int srd_map_sg(struct srd_ka *ka, struct srd_map *m, struct page **pages,
+	       unsigned int off, u32 len, unsigned int maxpg,
+	       enum dma_data_direction dir)
 {
 	unsigned int npages = DIV_ROUND_UP(off + len, PAGE_SIZE);
-	unsigned int devmax = ka->dev->attrs.max_fast_reg_page_list_len;
-	struct ib_mr *mr;
 	int ret, n;
 
 	if (npages > maxpg)
 		return -EINVAL;
 	m->dir = dir;
+	m->len = len;
 	ret = sg_alloc_table_from_pages(&m->sgt, pages, npages, off, len,
 					GFP_KERNEL_ACCOUNT);
 	if (ret)
@@ -372,6 +385,25 @@ int srd_map(struct srd_ka *ka, struct srd_map *m, struct page **pages,
 	if (n <= 0)
 		return -ENOMEM;
 	m->nents = n;
+	return 0;
+}
+
+/*
+ * DMA-map as srd_map_sg() and describe the pages by a new MR of @ka's PD
+ * (not registered yet): for what the peer reaches by its key.
+ */
+int srd_map(struct srd_ka *ka, struct srd_map *m, struct page **pages,
+	    unsigned int off, u32 len, unsigned int maxpg,
+	    enum dma_data_direction dir)
+{
+	unsigned int devmax = ka->dev->attrs.max_fast_reg_page_list_len;
+	struct ib_mr *mr;
+	int ret, n;
+
+	ret = srd_map_sg(ka, m, pages, off, len, maxpg, dir);
+	if (ret)
+		return ret;
+	n = m->nents;
 	/*
 	 * One page entry more than a request uses: Soft-RoCE (rxe_mr_copy()
 	 * in 6.1) reads the next map's pointer after a copy that ends on the
@@ -388,6 +420,59 @@ int srd_map(struct srd_ka *ka, struct srd_map *m, struct page **pages,
 	return 0;
 }
 
+/*
+ * Post RDMA @op WRs (READ or WRITE) between all of @m's pages and the
+ * peer's @raddr under @rkey, each WR at most @piece bytes and
+ * ka->max_sge entries of the PD's local DMA key: no MR to register and
+ * invalidate, as nothing remote reaches these pages.  0 or the first
+ * error; *@posted WRs are out either way.
+ */
+int srd_post_sg(struct srd_rwr *r, struct srd_map *m, u32 piece,
+		enum ib_wr_opcode op, u64 raddr, u32 rkey,
+		unsigned int *posted)
+{
+	struct srd_ka *ka = r->ka;
+	struct ib_sge sge[SRD_RMA_SGES];
+	struct ib_rdma_wr wr = {
+		.wr.opcode = op,
+		.wr.sg_list = sge,
+		.rkey = rkey,
+	};
+	unsigned int nsge = clamp_t(unsigned int, ka->max_sge, 1,
+				    SRD_RMA_SGES);
+	struct scatterlist *sg = m->sgt.sgl;
+	u32 at = 0, segoff = 0, wlen, take;
+	int left = m->nents, ret = 0;
+
+	*posted = 0;
+	while (at < m->len && !ret) {
+		wr.wr.num_sge = 0;
+		for (wlen = 0; left && wlen < piece && wr.wr.num_sge < nsge;) {
+			take = min3(sg_dma_len(sg) - segoff, piece - wlen,
+				    m->len - at - wlen);
+			sge[wr.wr.num_sge].addr = sg_dma_address(sg) + segoff;
+			sge[wr.wr.num_sge].length = take;
+			sge[wr.wr.num_sge].lkey = ka->pd->local_dma_lkey;
+			wr.wr.num_sge++;
+			wlen += take;
+			segoff += take;
+			if (segoff == sg_dma_len(sg)) {
+				sg = sg_next(sg);
+				left--;
+				segoff = 0;
+			}
+		}
+		if (!wlen)
+			return -EINVAL;	/* no piece, or a short mapping */
+		wr.remote_addr = raddr + at;
+		ret = srd_rwr_post(r, &wr.wr);
+		if (!ret)
+			(*posted)++;
+		at += wlen;
+	}
+	return ret;
+}
+
 /* Register @m's MR with @access (a REG_MR WR) and wait for it. */
 int srd_reg(struct srd_ka *ka, struct srd_map *m, int access)
 {
@@ -401,6 +486,8 @@ int srd_reg(struct srd_ka *ka, struct srd_map *m, int access)
 	int ret;
 
 	ret = srd_rwr_post(&r, &wr.wr);
+	if (!ret)
+		atomic_inc(&srd_rma_regs);
 	srd_rwr_wait(&r);
 	if (!ret && (r.status || READ_ONCE(ka->dead)))
 		ret = -ECONNRESET;
@@ -487,9 +574,7 @@ static void srd_job_fn(struct work_struct *work)
 	struct srd_tx *tx = NULL;
 	struct scif_remote_rma *h;
 	struct page **pages;
-	unsigned int off;
-	struct ib_sge sge;
-	struct ib_rdma_wr wr = {};
+	unsigned int off, posted;
 	bool inl = j->op == SRD_RMA_IREAD || j->op == SRD_RMA_IWRITE;
 	bool rd = j->op == SCIF_XPRT_RMA_READ || j->op == SRD_RMA_IREAD;
 	int ret;
@@ -520,21 +605,16 @@ static void srd_job_fn(struct work_struct *work)
 				       j->roff, j->len);
 		goto answer;
 	}
-	/* initiator reads: we RDMA WRITE from our pages; writes: RDMA READ */
-	ret = srd_map(ka, &m, pages, off, j->len, ka->rma_pages + 1,
-		      rd ? DMA_TO_DEVICE : DMA_FROM_DEVICE);
-	if (!ret)
-		ret = srd_reg(ka, &m, rd ? 0 : IB_ACCESS_LOCAL_WRITE);
+	/*
+	 * Initiator reads: we RDMA WRITE from our pages; writes: RDMA READ.
+	 * Our side is SGE lists of the local DMA key (no registration).
+	 */
+	ret = srd_map_sg(ka, &m, pages, off, j->len, ka->rma_pages + 1,
+			 rd ? DMA_TO_DEVICE : DMA_FROM_DEVICE);
 	if (!ret) {
-		sge.addr = m.mr->iova;
-		sge.length = j->len;
-		sge.lkey = m.mr->lkey;
-		wr.wr.opcode = rd ? IB_WR_RDMA_WRITE : IB_WR_RDMA_READ;
-		wr.wr.sg_list = &sge;
-		wr.wr.num_sge = 1;
-		wr.remote_addr = j->iova;
-		wr.rkey = j->rkey;
-		ret = srd_rwr_post(&r, &wr.wr);
+		ret = srd_post_sg(&r, &m, j->len,
+				  rd ? IB_WR_RDMA_WRITE : IB_WR_RDMA_READ,
+				  j->iova, j->rkey, &posted);
 		srd_rwr_wait(&r);
 		if (!ret && (r.status || READ_ONCE(ka->dead)))
 			ret = -ECONNRESET;
@@ -808,46 +888,10 @@ out:
 }
 
 /*
- * Post the RDMA READs of direct read @req: @len bytes at @raddr of key
- * @rkey into its MR, cut in up to SRD_DIRECT_WRS READs of at least
- * SRD_DIRECT_WR_MIN bytes, all in flight at once, as ib_read_bw keeps
- * several: the owner's device can answer one while the next is on its
- * way (what that gains on Soft-RoCE under TCG is within the run-to-run
- * swing: docs/transport.md, "Direct reads").  0 or the first error;
- * *@posted READs are out either way.
- */
-static int srd_direct_post(struct srd_req *req, u64 raddr, u32 rkey, u32 len,
-			   unsigned int *posted)
-{
-	u32 n = min_t(u32, SRD_DIRECT_WRS, DIV_ROUND_UP(len, SRD_DIRECT_WR_MIN));
-	u32 piece = DIV_ROUND_UP(len, n), at;
-	struct ib_rdma_wr wr = {
-		.wr.opcode = IB_WR_RDMA_READ,
-		.wr.num_sge = 1,
-		.rkey = rkey,
-	};
-	struct ib_sge sge;
-	int ret = 0;
-
-	*posted = 0;
-	for (at = 0; at < len && !ret; at += piece) {
-		sge.addr = req->m.mr->iova + at;
-		sge.length = min(piece, len - at);
-		sge.lkey = req->m.mr->lkey;
-		wr.wr.sg_list = &sge;
-		wr.remote_addr = raddr + at;
-		ret = srd_rwr_post(&req->r, &wr.wr);
-		if (!ret)
-			(*posted)++;
-	}
-	return ret;
-}
-
-/*
  * Start direct read @req, a slot of the link taken (step 25): if a read
  * key of connection @serial holds far offset @roff, RDMA READs of up to
  * *@len bytes (clipped to the key) into @pages from byte @off of
- * pages[0], registered for local write only.  -ENOENT if no key holds
+ * pages[0] (srd_post_sg(): no registration).  -ENOENT if no key holds
  * @roff (the slot still taken: the caller sends a request instead); 0 if
  * READs are out (srd_req_wait() then ends it, and reports a failure to
  * post the rest), with the bytes it reads in *@len; else everything is
@@ -858,8 +902,8 @@ static int srd_req_direct(struct srd_ka *ka, u64 gen, u64 serial, u64 roff,
 			  struct srd_req *req)
 {
 	unsigned int posted = 0;
+	u32 rkey, nwr;
 	u64 raddr;
-	u32 rkey;
 	int ret;
 
 	memset(req, 0, sizeof(*req));
@@ -868,14 +912,20 @@ static int srd_req_direct(struct srd_ka *ka, u64 gen, u64 serial, u64 roff,
 		return -ENOENT;
 	req->r.ka = ka;
 	req->gen = gen;
-	ret = srd_map(ka, &req->m, pages, off, *len, ka->rma_pages,
-		      DMA_FROM_DEVICE);
-	if (!ret)
-		ret = srd_reg(ka, &req->m, IB_ACCESS_LOCAL_WRITE);
+	ret = srd_map_sg(ka, &req->m, pages, off, *len, ka->rma_pages,
+			 DMA_FROM_DEVICE);
 	if (!ret && fatal_signal_pending(current))
 		ret = -EINTR;
+	/*
+	 * Up to SRD_DIRECT_WRS READs of at least SRD_DIRECT_WR_MIN bytes
+	 * (more if the SGE limit cuts them), all in flight at once, as
+	 * ib_read_bw keeps several: the owner's device can answer one while
+	 * the next is on its way.
+	 */
+	nwr = min_t(u32, SRD_DIRECT_WRS, DIV_ROUND_UP(*len, SRD_DIRECT_WR_MIN));
 	if (!ret)
-		ret = srd_direct_post(req, raddr, rkey, *len, &posted);
+		ret = srd_post_sg(&req->r, &req->m, DIV_ROUND_UP(*len, nwr),
+				  IB_WR_RDMA_READ, raddr, rkey, &posted);
 	req->status = ret;	/* READs out: srd_req_direct_end() says it */
 	if (!ret || posted)
 		return 0;

@@ -355,7 +355,8 @@ static int srv_inline(struct peer_ctx *c) {
  * the client's rma_direct_reads grows by exactly the reads after the
  * first of each place (DR_DIRECT), and the server's rma_keys is 0 as soon
  * as scif_unregister() returned.  Larger reads go direct too: DR_MID
- * bytes inside the first key are one direct part; DR_BIG bytes from DR_AT
+ * bytes inside the first key are one direct part, which registers nothing
+ * (rma_regs: its READs land by the local DMA key); DR_BIG bytes from DR_AT
  * run past the end of its chunk (at most 256 pages), so the first
  * vreadfrom of them is partly a request, whose answer brings the next
  * chunk's key, and the readfrom after it has more direct parts.
@@ -794,7 +795,7 @@ static long long dr_count(const struct peer_ctx *c) {
 
 static int direct_cli(struct peer_ctx *c) {
     static const size_t lens[] = {8, 8, 100, 4096};
-    long long d0 = 0, d1 = 0, dl[4];
+    long long d0 = 0, d1 = 0, dl[4], g0 = 0, g1 = 0;
     size_t n = inl_max(c), i;
     uint8_t *u = malloc(4096 + DR_BIG), *lw;
     off_t roff;
@@ -817,8 +818,14 @@ static int direct_cli(struct peer_ctx *c) {
     CHECK(dr_read(epd, roff, u, lw, DR_RO + 1000, 100, 1, srv_pat) == KSFT_PASS);
     CHECK(dr_read(epd, roff, u, lw, DR_RO, 8, 0, srv_pat) == KSFT_PASS);
     dl[0] = dr_count(c);
+    if (c->remote) {
+        g0 = inl_counter("rma_regs");
+        CHECK(g0 >= 0, "no " INL_SYSFS "rma_regs");
+    }
     CHECK(dr_read(epd, roff, u, lw, DR_AT + 5, DR_MID, 0, srv_pat) == KSFT_PASS);
     dl[1] = dr_count(c);
+    if (c->remote)
+        g1 = inl_counter("rma_regs");
     CHECK(dr_read(epd, roff, u, lw, DR_AT, DR_BIG, 0, srv_pat) == KSFT_PASS);
     dl[2] = dr_count(c);
     CHECK(dr_read(epd, roff, u, lw, DR_AT, DR_BIG, 1, srv_pat) == KSFT_PASS);
@@ -826,6 +833,9 @@ static int direct_cli(struct peer_ctx *c) {
     if (c->remote) {
         CHECK(dl[1] - dl[0] == 1, "%zu B inside a read key: %lld direct reads, expected 1", DR_MID,
               dl[1] - dl[0]);
+        /* its READs land in the caller's pages by the local DMA key */
+        CHECK(g1 == g0, "%zu B inside a read key: rma_regs %lld -> %lld, expected no registration",
+              DR_MID, g0, g1);
         CHECK(dl[2] - dl[1] >= 1, "%zu B from a read key: no direct part", DR_BIG);
         CHECK(dl[3] - dl[2] > dl[2] - dl[1],
               "%zu B again: %lld direct parts, first time %lld (no key for the next chunk)", DR_BIG,
