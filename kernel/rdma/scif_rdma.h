@@ -514,6 +514,7 @@ struct srd_ka {
 	struct ib_pd *pd;
 	unsigned int rma_pages;		/* pages per MR, 0: no RMA */
 	unsigned int max_sge;		/* SGEs per send WR (the QP's) */
+	bool iwarp;			/* READ sinks need an MR: iWARP */
 	wait_queue_head_t rma_wq;
 	atomic_t rma_users;
 	bool dead;
@@ -684,12 +685,6 @@ bool srd_poll(bool (*done)(const void *arg), const void *arg);
 int srd_map(struct srd_ka *ka, struct srd_map *m, struct page **pages,
 	    unsigned int off, u32 len, unsigned int maxpg,
 	    enum dma_data_direction dir);
-int srd_map_sg(struct srd_ka *ka, struct srd_map *m, struct page **pages,
-	       unsigned int off, u32 len, unsigned int maxpg,
-	       enum dma_data_direction dir);
-int srd_post_sg(struct srd_rwr *r, struct srd_map *m, u32 piece,
-		enum ib_wr_opcode op, u64 raddr, u32 rkey,
-		unsigned int *posted);
 int srd_reg(struct srd_ka *ka, struct srd_map *m, int access);
 void srd_unmap(struct srd_ka *ka, struct srd_map *m);
 void srd_to_pages(struct page **pages, unsigned int off, const u8 *buf,

@@ -417,6 +417,7 @@ int srd_ka_create(struct srd_peer *peer, struct rdma_cm_id *id)
 		return -ENOMEM;
 	ka->peer = peer;
 	ka->dev = id->device;
+	ka->iwarp = rdma_protocol_iwarp(id->device, id->port_num);
 	INIT_LIST_HEAD(&ka->outbox);
 	INIT_LIST_HEAD(&ka->posted);
 	init_llist_head(&ka->sent);

@@ -365,9 +365,9 @@ void srd_unmap(struct srd_ka *ka, struct srd_map *m)
  * pages: what a work request of ours addresses with the PD's local DMA
  * key (srd_post_sg()), with no registration.
  */
-int srd_map_sg(struct srd_ka *ka, struct srd_map *m, struct page **pages,
-	       unsigned int off, u32 len, unsigned int maxpg,
-	       enum dma_data_direction dir)
+static int srd_map_sg(struct srd_ka *ka, struct srd_map *m,
+		      struct page **pages, unsigned int off, u32 len,
+		      unsigned int maxpg, enum dma_data_direction dir)
 {
 	unsigned int npages = DIV_ROUND_UP(off + len, PAGE_SIZE);
 	int ret, n;
@@ -427,9 +427,9 @@ int srd_map(struct srd_ka *ka, struct srd_map *m, struct page **pages,
  * invalidate, as nothing remote reaches these pages.  0 or the first
  * error; *@posted WRs are out either way.
  */
-int srd_post_sg(struct srd_rwr *r, struct srd_map *m, u32 piece,
-		enum ib_wr_opcode op, u64 raddr, u32 rkey,
-		unsigned int *posted)
+static int srd_post_sg(struct srd_rwr *r, struct srd_map *m, u32 piece,
+		       enum ib_wr_opcode op, u64 raddr, u32 rkey,
+		       unsigned int *posted)
 {
 	struct srd_ka *ka = r->ka;
 	struct ib_sge sge[SRD_RMA_SGES];
@@ -447,7 +447,17 @@ int srd_post_sg(struct srd_rwr *r, struct srd_map *m, u32 piece,
 	*posted = 0;
 	while (at < m->len && !ret) {
 		wr.wr.num_sge = 0;
-		for (wlen = 0; left && wlen < piece && wr.wr.num_sge < nsge;) {
+		wlen = 0;
+		if (m->mr) {
+			/* an iWARP READ sink (srd_map_local()): by its MR */
+			wlen = min(piece, m->len - at);
+			sge[0].addr = m->mr->iova + at;
+			sge[0].length = wlen;
+			sge[0].lkey = m->mr->lkey;
+			wr.wr.num_sge = 1;
+		}
+		while (!m->mr && left && wlen < piece &&
+		       wr.wr.num_sge < nsge) {
 			take = min3(sg_dma_len(sg) - segoff, piece - wlen,
 				    m->len - at - wlen);
 			sge[wr.wr.num_sge].addr = sg_dma_address(sg) + segoff;
@@ -470,6 +480,28 @@ int srd_post_sg(struct srd_rwr *r, struct srd_map *m, u32 piece,
 			(*posted)++;
 		at += wlen;
 	}
+	return ret;
+}
+
+/*
+ * Map the local side of an RDMA READ (@read: its sink) or WRITE of ours:
+ * SGE lists (srd_map_sg()).  But an iWARP READ's response lands as the
+ * peer's tagged writes, so there the sink is an MR registered for remote
+ * write too, as rdma_rw has it (rdma_rw_io_needs_mr()).
+ */
+static int srd_map_local(struct srd_ka *ka, struct srd_map *m,
+			 struct page **pages, unsigned int off, u32 len,
+			 unsigned int maxpg, bool read)
+{
+	int ret;
+
+	if (!read || !ka->iwarp)
+		return srd_map_sg(ka, m, pages, off, len, maxpg,
+				  read ? DMA_FROM_DEVICE : DMA_TO_DEVICE);
+	ret = srd_map(ka, m, pages, off, len, maxpg, DMA_FROM_DEVICE);
+	if (!ret)
+		ret = srd_reg(ka, m, IB_ACCESS_LOCAL_WRITE |
+				     IB_ACCESS_REMOTE_WRITE);
 	return ret;
 }
 
@@ -609,8 +641,8 @@ static void srd_job_fn(struct work_struct *work)
 	 * Initiator reads: we RDMA WRITE from our pages; writes: RDMA READ.
 	 * Our side is SGE lists of the local DMA key (no registration).
 	 */
-	ret = srd_map_sg(ka, &m, pages, off, j->len, ka->rma_pages + 1,
-			 rd ? DMA_TO_DEVICE : DMA_FROM_DEVICE);
+	ret = srd_map_local(ka, &m, pages, off, j->len, ka->rma_pages + 1,
+			    !rd);
 	if (!ret) {
 		ret = srd_post_sg(&r, &m, j->len,
 				  rd ? IB_WR_RDMA_WRITE : IB_WR_RDMA_READ,
@@ -912,8 +944,8 @@ static int srd_req_direct(struct srd_ka *ka, u64 gen, u64 serial, u64 roff,
 		return -ENOENT;
 	req->r.ka = ka;
 	req->gen = gen;
-	ret = srd_map_sg(ka, &req->m, pages, off, *len, ka->rma_pages,
-			 DMA_FROM_DEVICE);
+	ret = srd_map_local(ka, &req->m, pages, off, *len, ka->rma_pages,
+			    true);
 	if (!ret && fatal_signal_pending(current))
 		ret = -EINTR;
 	/*

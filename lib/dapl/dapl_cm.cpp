@@ -396,8 +396,8 @@ DAT_RETURN DAT_API cr_query(DAT_CR_HANDLE h, DAT_CR_PARAM_MASK, DAT_CR_PARAM *p)
 /*
  * Test hook: DAPLSCIF_TEST_ACCEPT_DELAY_MS=<n> (1..10000) makes
  * dat_cr_accept sleep n ms after the ACCEPT message is sent, before it
- * posts the connection event, so a test can make the peer's disconnect
- * arrive inside that window.  Read at every accept; for tests only.
+ * reports a loss seen meanwhile and returns, so a test can make the
+ * peer's disconnect arrive inside that window.  Read at every accept; for tests only.
  */
 static void test_accept_delay() {
     const char *v = std::getenv("DAPLSCIF_TEST_ACCEPT_DELAY_MS");
@@ -469,24 +469,47 @@ DAT_RETURN DAT_API cr_accept(DAT_CR_HANDLE h, DAT_EP_HANDLE eph, DAT_COUNT plen,
         delete cr;
     }
     int r;
+    bool est;
     {
         std::lock_guard<std::mutex> op(c->op_mu);
         mr_register(c, &mrs, ia);
         std::vector<uint8_t> body = conn_body(0, pd.data(), plen, mrs);
+        {
+            /*
+             * ESTABLISHED before ACCEPT leaves: whatever the peer does
+             * once it has it (disconnect another connection of this
+             * EVD, say) the progress thread sees after, so the EVD
+             * has the events in that order, as a CM's are (the peer's
+             * RTU comes before its DREQs; dtestcm's server counts
+             * ESTABLISHED events, then frees each EP on its
+             * DISCONNECTED).  op_mu keeps a DTO the consumer posts on
+             * seeing it behind ACCEPT.
+             */
+            std::lock_guard<std::mutex> lk(ia->mu);
+            est = ep->conn == c && !c->dead;
+            if (est)
+                post_conn_event(ep, DAT_CONNECTION_EVENT_ESTABLISHED);
+        }
         r = send_msg(c->epd(), MSG_CONN_ACCEPT, 0, 0, body.data(), body.size());
     }
     test_accept_delay();
     std::lock_guard<std::mutex> lk(ia->mu);
     c->accepting = false;
-    DSC_DBG("ep %p epd %d: accepted (send %d, dead %d, ours %d)", (void *)ep, c->epd(), r,
-            (int)c->dead, (int)(ep->conn == c));
+    DSC_DBG("ep %p epd %d: accepted (send %d, dead %d, ours %d, established first %d)", (void *)ep,
+            c->epd(), r, (int)c->dead, (int)(ep->conn == c), (int)est);
     if (ep->conn == c) {
-        if (r) {
+        if (r && !est) {
             ep_drop_conn(ep);
             ep->state = DAT_EP_STATE_DISCONNECTED;
             post_conn_event(ep, DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR);
         } else {
-            post_conn_event(ep, DAT_CONNECTION_EVENT_ESTABLISHED);
+            if (r && !c->dead) {
+                /* established, then ACCEPT could not leave: broken */
+                c->dead = true;
+                c->lost_graceful = false;
+            }
+            if (!est)
+                post_conn_event(ep, DAT_CONNECTION_EVENT_ESTABLISHED);
             /* Lost while ACCEPT was on its way (see conn_lost). */
             if (c->dead && !c->dtos)
                 ep_conn_lost(ep, c->lost_graceful);

@@ -724,6 +724,73 @@ result:
     side_close(&t);
 }
 
+/*
+ * Two connections on one passive connection EVD, as dtestcm's server has
+ * them: the peer disconnects the first as soon as the second is
+ * established on its side, while the second's dat_cr_accept has not
+ * returned (the test hook holds it 400 ms after the send).  The passive
+ * EVD still gives the second's ESTABLISHED before the first's
+ * DISCONNECTED, as a CM's events come (the peer's RTU before its DREQ):
+ * a consumer that counts ESTABLISHED events, then frees each EP on its
+ * DISCONNECTED, would otherwise free one still connected and wait for
+ * its DISCONNECTED forever.
+ */
+static void test_accept_after_other_disconnect(void) {
+    struct side s, t;
+    DAT_EP_HANDLE s2 = DAT_HANDLE_NULL, t2 = DAT_HANDLE_NULL, first = DAT_HANDLE_NULL;
+    DAT_EVENT ev;
+    const DAT_CONN_QUAL qual = QUAL_BASE + 23;
+    struct acceptor ac;
+    pthread_t th;
+    int ok = 0, started = 0;
+    DAT_EVENT_NUMBER e1 = 0, e2 = 0;
+
+    memset(&t, 0, sizeof(t));
+    if (!side_open(&s, NULL) || !side_open(&t, NULL) ||
+        dat_ep_create(s.ia, s.pz, s.rcv, s.req, s.conn, NULL, &s2) ||
+        dat_ep_create(t.ia, t.pz, t.rcv, t.req, t.conn, NULL, &t2) ||
+        dat_psp_create(s.ia, qual, s.cr, DAT_PSP_CONSUMER_FLAG, &s.psp))
+        goto result;
+    /* the first connection, established on both sides */
+    if (dat_ep_connect(t.ep, ia_addr(&s), qual, T5S, 0, NULL, DAT_QOS_BEST_EFFORT,
+                       DAT_CONNECT_DEFAULT_FLAG) ||
+        wait_ev(s.cr, &ev) != DAT_CONNECTION_REQUEST_EVENT ||
+        dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, s.ep, 0, NULL) ||
+        wait_ev(s.conn, &ev) != DAT_CONNECTION_EVENT_ESTABLISHED ||
+        wait_ev(t.conn, &ev) != DAT_CONNECTION_EVENT_ESTABLISHED)
+        goto result;
+    /* the second, accepted slowly */
+    if (dat_ep_connect(t2, ia_addr(&s), qual, T5S, 0, NULL, DAT_QOS_BEST_EFFORT,
+                       DAT_CONNECT_DEFAULT_FLAG) ||
+        wait_ev(s.cr, &ev) != DAT_CONNECTION_REQUEST_EVENT)
+        goto result;
+    ac.cr = ev.event_data.cr_arrival_event_data.cr_handle;
+    ac.ep = s2;
+    setenv("DAPLSCIF_TEST_ACCEPT_DELAY_MS", "400", 1);
+    started = !pthread_create(&th, NULL, accept_thread, &ac);
+    if (!started || wait_ev(t.conn, &ev) != DAT_CONNECTION_EVENT_ESTABLISHED)
+        goto result;
+    dat_ep_disconnect(t.ep, DAT_CLOSE_GRACEFUL_FLAG);
+    pthread_join(th, NULL);
+    started = 0;
+    e1 = wait_ev(s.conn, &ev);
+    first = ev.event_data.connect_event_data.ep_handle;
+    e2 = wait_ev(s.conn, &ev);
+    ok = ac.r == DAT_SUCCESS && e1 == DAT_CONNECTION_EVENT_ESTABLISHED && first == s2 &&
+         e2 == DAT_CONNECTION_EVENT_DISCONNECTED &&
+         ev.event_data.connect_event_data.ep_handle == s.ep;
+result:
+    if (started)
+        pthread_join(th, NULL);
+    unsetenv("DAPLSCIF_TEST_ACCEPT_DELAY_MS");
+    ksft_test_result(ok,
+                     "two connections on one passive EVD: the second's ESTABLISHED before the "
+                     "first's DISCONNECTED (0x%x, 0x%x)",
+                     e1, e2);
+    side_close(&s);
+    side_close(&t);
+}
+
 /* A peer process dies with receives outstanding here. */
 static void test_peer_death(void) {
     struct side b;
@@ -842,7 +909,7 @@ int main(int argc, char **argv) {
     small_attr(&attr, 2, 4);
     if (!side_open(&a, &attr) || !side_open(&b, NULL))
         return ksft_exit_skip_all("cannot open the " IA_NAME " IA");
-    ksft_set_plan(44);
+    ksft_set_plan(45);
 
     int ok = dat_ia_query(a.ia, NULL, DAT_IA_FIELD_ALL, &ia_attr, DAT_PROVIDER_FIELD_ALL, &pa) ==
              DAT_SUCCESS;
@@ -892,6 +959,7 @@ int main(int argc, char **argv) {
     side_close(&b);
     test_quiet_events_and_iov_limits();
     test_accept_then_peer_disconnect();
+    test_accept_after_other_disconnect();
     test_peer_death();
     test_stalled_peer();
     return ksft_exit();

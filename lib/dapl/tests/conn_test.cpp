@@ -266,6 +266,29 @@ TEST_F(ConnTest, AcceptThenPeerDisconnects) {
 }
 
 /*
+ * ESTABLISHED is on the EVD before ACCEPT leaves: whatever the peer does
+ * once it has the accept (dtestcm's client disconnects its other
+ * connections) comes after it on an EVD that takes both.
+ */
+TEST_F(ConnTest, EstablishedBeforeAcceptLeaves) {
+    DAT_CR_HANDLE cr;
+    peer_requests(&cr);
+    DAT_EVENT_NUMBER seen = (DAT_EVENT_NUMBER)0;
+    send_hook = [this, &seen] {
+        DAT_EVENT ev;
+        if (evd_dequeue(conn_evd_, &ev) == DAT_SUCCESS)
+            seen = ev.event_number;
+    };
+    ASSERT_EQ(cr_accept(cr, ep_, 0, nullptr), DAT_SUCCESS);
+    EXPECT_EQ(seen, DAT_CONNECTION_EVENT_ESTABLISHED) << "no ESTABLISHED when ACCEPT left";
+    MsgHdr h;
+    std::vector<uint8_t> body;
+    ASSERT_TRUE(peer_recv(peer_, &h, &body));
+    EXPECT_EQ(h.type, MSG_CONN_ACCEPT);
+    EXPECT_EQ(ep_state(), DAT_EP_STATE_CONNECTED);
+}
+
+/*
  * A send the peer answers by disconnecting: its completion comes before
  * DISCONNECTED on an EVD that takes both (dapl/rdma_test's server once
  * saw DISCONNECTED first and took it for its send's completion).  The
