@@ -675,6 +675,15 @@ static void *accept_thread(void *p) {
     return NULL;
 }
 
+/* Accept the request of @cr_ev on @ep in a thread, held 400 ms after the send. */
+static int accept_held(struct acceptor *ac, const DAT_EVENT *cr_ev, DAT_EP_HANDLE ep,
+                       pthread_t *th) {
+    ac->cr = cr_ev->event_data.cr_arrival_event_data.cr_handle;
+    ac->ep = ep;
+    setenv("DAPLSCIF_TEST_ACCEPT_DELAY_MS", "400", 1);
+    return !pthread_create(th, NULL, accept_thread, ac);
+}
+
 /*
  * The peer disconnects right after dat_cr_accept sent ACCEPT, while the
  * accepting call has not posted its connection event yet (the test hook
@@ -697,10 +706,7 @@ static void test_accept_then_peer_disconnect(void) {
                        DAT_CONNECT_DEFAULT_FLAG) ||
         wait_ev(s.cr, &ev) != DAT_CONNECTION_REQUEST_EVENT)
         goto result;
-    ac.cr = ev.event_data.cr_arrival_event_data.cr_handle;
-    ac.ep = s.ep;
-    setenv("DAPLSCIF_TEST_ACCEPT_DELAY_MS", "400", 1);
-    started = !pthread_create(&th, NULL, accept_thread, &ac);
+    started = accept_held(&ac, &ev, s.ep, &th);
     if (!started)
         goto result;
     if (wait_ev(t.conn, &ev) != DAT_CONNECTION_EVENT_ESTABLISHED)
@@ -736,14 +742,14 @@ result:
  * its DISCONNECTED forever.
  */
 static void test_accept_after_other_disconnect(void) {
-    struct side s, t;
-    DAT_EP_HANDLE s2 = DAT_HANDLE_NULL, t2 = DAT_HANDLE_NULL, first = DAT_HANDLE_NULL;
-    DAT_EVENT ev;
     const DAT_CONN_QUAL qual = QUAL_BASE + 23;
-    struct acceptor ac;
-    pthread_t th;
-    int ok = 0, started = 0;
+    DAT_EP_HANDLE s2 = DAT_HANDLE_NULL, t2 = DAT_HANDLE_NULL, first = DAT_HANDLE_NULL;
     DAT_EVENT_NUMBER e1 = 0, e2 = 0;
+    int ok = 0, started = 0;
+    struct acceptor ac;
+    struct side s, t;
+    DAT_EVENT ev;
+    pthread_t th;
 
     memset(&t, 0, sizeof(t));
     if (!side_open(&s, NULL) || !side_open(&t, NULL) ||
@@ -764,10 +770,7 @@ static void test_accept_after_other_disconnect(void) {
                        DAT_CONNECT_DEFAULT_FLAG) ||
         wait_ev(s.cr, &ev) != DAT_CONNECTION_REQUEST_EVENT)
         goto result;
-    ac.cr = ev.event_data.cr_arrival_event_data.cr_handle;
-    ac.ep = s2;
-    setenv("DAPLSCIF_TEST_ACCEPT_DELAY_MS", "400", 1);
-    started = !pthread_create(&th, NULL, accept_thread, &ac);
+    started = accept_held(&ac, &ev, s2, &th);
     if (!started || wait_ev(t.conn, &ev) != DAT_CONNECTION_EVENT_ESTABLISHED)
         goto result;
     dat_ep_disconnect(t.ep, DAT_CLOSE_GRACEFUL_FLAG);
