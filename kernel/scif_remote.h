@@ -33,6 +33,11 @@ struct scif_node;
 #define SCIF_REMOTE_NODE_MIN	17	/* SCIF_MAX_EMU_NODES + 1 */
 #define SCIF_REMOTE_NODE_MAX	63
 #define SCIF_ALL_NODES		(SCIF_REMOTE_NODE_MAX + 1)
+/*
+ * SCIF_RMA_ORDERED: the source's last (partial) cache line of this size
+ * is written last, locally and by a transport.
+ */
+#define SCIF_RMA_CACHELINE	64
 
 /*
  * Mark remote node @id reachable / unreachable.  Return 0, -EINVAL for an
@@ -86,12 +91,14 @@ struct scif_remote_rma *scif_remote_rma_get(struct scif_endpt *ep, u64 off,
 					    unsigned int *first_off);
 void scif_remote_rma_put(struct scif_remote_rma *h);
 /*
- * Direct reads by a peer host (docs/transport.md "Direct reads"): the
- * transport exposes a window's pages to the far host for RDMA READ and
- * must revoke that before the window's unregistration returns.
+ * Direct reads and writes by a peer host (docs/transport.md "Direct
+ * reads"): the transport exposes a window's pages to the far host for
+ * RDMA READ and WRITE, as far as the window's prot allows, and must
+ * revoke that before the window's unregistration returns.
  * scif_remote_window_get() takes the registered window of @ep containing
- * @off, which must allow reads: 0 (a reference held, its fields in @rw;
- * the pages stay pinned until scif_remote_window_put()), -ENXIO (none, or
+ * @off, which must allow reads or writes: 0 (a reference held, its fields
+ * in @rw; the pages stay pinned, and marked dirty when unpinned if the
+ * window is writable, until scif_remote_window_put()), -ENXIO (none, or
  * @ep has no RMA state any more), -EACCES.  Once such a window is no
  * longer registered (unregistered, its endpoint closed)
  * scif_remote_window_gone() is true and the core calls the remote
@@ -104,6 +111,7 @@ struct scif_remote_win {
 	u64 offset;			/* its registered offset */
 	unsigned long npages;
 	struct page **pages;
+	int prot;			/* SCIF_ABI_PROT_READ, _WRITE */
 };
 int scif_remote_window_get(struct scif_endpt *ep, u64 off,
 			   struct scif_remote_win *rw);

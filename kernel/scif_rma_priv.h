@@ -20,8 +20,8 @@
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 #include "scif_rma.h"
+#include "scif_remote.h"
 
-#define SCIF_RMA_CACHELINE	64
 /* Offsets handed out by the allocator start here (0 stays unused). */
 #define SCIF_RMA_OFF_START	((u64)PAGE_SIZE)
 /* Registered address space: [0, SCIF_RMA_OFF_LIMIT). */
@@ -74,8 +74,8 @@ struct scif_window {
 	bool unreg;			/* unregistered, lingers for nmaps */
 	/*
 	 * exposed: a remote transport holds it for a peer host's direct
-	 * reads (scif_remote_window_get()); set under win_lock, read under
-	 * it exclusive.  gone: no longer registered (WRITE_ONCE under
+	 * reads and writes (scif_remote_window_get()); set under win_lock,
+	 * read under it exclusive.  gone: no longer registered (WRITE_ONCE under
 	 * win_lock exclusive, read lockless by the transport, which is then
 	 * told by scif_xprt_windows_gone() after win_lock is dropped).
 	 */

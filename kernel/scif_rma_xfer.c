@@ -629,7 +629,7 @@ int scif_remote_window_get(struct scif_endpt *ep, u64 off,
 		return -ENXIO;
 	down_read(&rma->win_lock);
 	w = rma->dead ? NULL : scif_window_lookup(rma, off);
-	if (w && !(w->prot & SCIF_ABI_PROT_READ)) {
+	if (w && !(w->prot & (SCIF_ABI_PROT_READ | SCIF_ABI_PROT_WRITE))) {
 		err = -EACCES;
 	} else if (w) {
 		kref_get(&w->ref);
@@ -639,6 +639,7 @@ int scif_remote_window_get(struct scif_endpt *ep, u64 off,
 		rw->offset = w->offset;
 		rw->npages = w->npages;
 		rw->pages = w->pages;
+		rw->prot = w->prot;
 		err = 0;
 	}
 	up_read(&rma->win_lock);

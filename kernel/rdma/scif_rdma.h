@@ -205,49 +205,59 @@
  *     request (IB_WR_REG_MR) has not completed: a peer can stall our send
  *     queue (completions come in order, after its acknowledgements), so
  *     after SRD_RMA_KILL_WAIT the caller ends the link, which flushes it.
- * 23. Read keys (scif_rdma_key.c): an exception to step 19 for reads.
- *     Once the owner of a window served a read of it (op 1 or 4) with
- *     status 0, and the module parameter direct_reads is on, it registers
- *     the chunks of that window holding the range's first and last byte
- *     (ka->rma_pages pages each, aligned in the window; only a window
- *     with SCIF_PROT_READ; one chunk per connection once) for remote read
- *     only and sends RKEY (dst, src = the connection ids,
- *     arg = a key id unique among the link's, payload a struct
- *     srd_rma_wire: the chunk's offset in its registered space, MR
- *     address, key, length) before the read's RMA_DONE.  At most
- *     SRD_KEYS_MAX keys per link in each direction.  The reader checks the
- *     fields (id nonzero and unused, 0 < length <= SCIF_RDMA_RMA_MAX, no
- *     wrap; anything else is counted as in step 10) and keeps the key for
- *     that connection (srd_conn.serial) while it is live.
+ * 23. Keys (scif_rdma_key.c): an exception to step 19.  Once the owner
+ *     of a window served a read or write of it (ops 1, 2, 4, 5) with
+ *     status 0, it registers the chunks of that window holding the
+ *     range's first and last byte (ka->rma_pages pages each, aligned in
+ *     the window; one chunk per connection once) for remote read if the
+ *     window has SCIF_PROT_READ and the module parameter direct_reads is
+ *     on, for remote write if it has SCIF_PROT_WRITE and direct_writes is
+ *     on (no key if neither), and sends RKEY (dst, src = the connection
+ *     ids, arg = a key id unique among the link's, arg2 = what it gives:
+ *     0 reads, 1 writes, 2 both; payload a struct srd_rma_wire: the
+ *     chunk's offset in its registered space, MR address, key, length)
+ *     before the request's RMA_DONE.  At most SRD_KEYS_MAX keys per link
+ *     in each direction.  The peer checks the fields (id nonzero and
+ *     unused, arg2 at most 2, 0 < length <= SCIF_RDMA_RMA_MAX, no wrap;
+ *     anything else is counted as in step 10) and keeps the key for that
+ *     connection (srd_conn.serial) while it is live.
  * 24. The owner revokes a key when its window stops being registered
  *     (scif_unregister(), its endpoint's close: scif.ko calls the
  *     transport's windows_gone, which waits) or its connection ends:
- *     REVOKE (arg = the id, dst, src, arg2 zero).  The reader takes the
- *     key out at once (no new read uses it), and answers REVOKE_ACK (arg =
- *     the id) once no read of its own with it is in flight; an unknown id
+ *     REVOKE (arg = the id, dst, src, arg2 zero).  The peer takes the
+ *     key out at once (no new call uses it), and answers REVOKE_ACK (arg =
+ *     the id) once no RDMA of its own with it is in flight; an unknown id
  *     is answered too.  The owner then invalidates the MR (ib_dereg_mr())
  *     and lets the window go.  So when scif_unregister() returns, the far
- *     host can no longer read the window, and a read it starts after a
- *     message sent after the unregistration finds no key (the REVOKE came
- *     first on the link) and gets ENXIO from step 20.  A reader that does
- *     not answer within SRD_KEY_REVOKE_WAIT loses the key anyway: a read
- *     it then posts fails with a remote access error, which ends the link.
- *     A REVOKE_ACK for no revocation is counted as in step 10.
+ *     host can no longer read or write the window, and a call it starts
+ *     after a message sent after the unregistration finds no key (the
+ *     REVOKE came first on the link) and gets ENXIO from step 20.  A peer
+ *     that does not answer within SRD_KEY_REVOKE_WAIT loses the key
+ *     anyway: an RDMA it then posts fails with a remote access error,
+ *     which ends the link.  A REVOKE_ACK for no revocation is counted as
+ *     in step 10.
  * 25. A read (scif_readfrom(), scif_vreadfrom()) of at most
- *     SCIF_RDMA_RMA_INLINE bytes that lies inside one key of its
+ *     SCIF_RDMA_RMA_INLINE bytes that lies inside one read key of its
  *     connection is one RDMA READ of the owner's MR into a bounce buffer
  *     of the reader (the PD's local DMA key), copied into the caller's
- *     pages once it completed: no frame, no work on the owner's CPU.  A
- *     larger read is cut as in step 19, but a request that would start
- *     inside a key of its connection is instead RDMA READs of the owner's
- *     MR (up to the key's end at most; SRD_DIRECT_WRS of them at once, of
- *     at least SRD_DIRECT_WR_MIN bytes each, more where the SGE limit
- *     cuts them), straight into the caller's pages (SGE lists of the
- *     local DMA key, as in step 20: no registration), in the call's
- *     pipeline like a request.  A failed READ ends the link (step
- *     8; the call gets ECONNRESET), as any failed RDMA does.  Any other
- *     read, and any part of one that starts outside every key, goes by
- *     steps 19-22.
+ *     pages once it completed: no frame, no work on the owner's CPU; a
+ *     write (scif_writeto(), scif_vwriteto()) inside one write key is the
+ *     caller's bytes copied into a bounce buffer and one RDMA WRITE (with
+ *     SCIF_RMA_ORDERED, the source's last cache line in a second WRITE
+ *     once the first completed).  A larger call is cut as in step 19, but
+ *     a request that would start inside a key of its connection for its
+ *     direction is instead RDMA READs or WRITEs of the owner's MR (up to
+ *     the key's end at most; SRD_DIRECT_WRS of them at once, of at least
+ *     SRD_DIRECT_WR_MIN bytes each, more where the SGE limit cuts them),
+ *     straight between the caller's pages (SGE lists of the local DMA key,
+ *     as in step 20: no registration) and the window, in the call's
+ *     pipeline like a request.  A direct WRITE's completion comes once the
+ *     owner's device acknowledged it, and the owner sees its data before
+ *     any frame sent after it on the link (RC ordering), so a fence
+ *     signal or message after a write still follows its data.  A failed
+ *     RDMA ends the link (step 8; the call gets ECONNRESET), as any does.
+ *     Any other call, and any part of one that starts outside every key,
+ *     goes by steps 19-22.
  *
  * Locking: srd_cfg_mutex protects srd_self and srd_peers (the list and
  * each peer's id/address/port); it is never held while destroying a
@@ -278,9 +288,9 @@
  * request table under the table's xa_lock (taken
  * inside the peer's mutex by the RMA_DONE handler); RMA waiters sleep on
  * ka->rma_wq with no lock held.
- * Read keys (steps 23-25): the owner's keys (struct srd_xkey, every link's)
+ * Keys (steps 23-25): the owner's keys (struct srd_xkey, every link's)
  * and each link's xkeys count under srd_key_mutex, never held while
- * waiting for a completion or an answer; the reader's keys (ka->keys_in)
+ * waiting for a completion or an answer; the peer's keys (ka->keys_in)
  * under that xarray's xa_lock, taken inside the peer's mutex.
  * Order: srd_cfg_mutex, srd_msg_mutex, srd_key_mutex, a peer's mutex,
  * xa_lock.
@@ -318,10 +328,11 @@
 #define SCIF_RDMA_MAGIC		0x53434946U	/* "SCIF" */
 /*
  * 2: inline RMA (ops 4 and 5 of step 20, RMA_DONE with data, step 21);
- * 3: peer fences (ops 6 and 7); 4: read keys (steps 23-25).  HELLO checks
+ * 3: peer fences (ops 6 and 7); 4: read keys (steps 23-25); 5: write keys
+ * (an RKEY's arg2, step 23).  HELLO checks
  * it exactly, so a module of an older version never links with it.
  */
-#define SCIF_RDMA_VERSION	4
+#define SCIF_RDMA_VERSION	5
 #define SCIF_RDMA_HELLO_REQ	1
 #define SCIF_RDMA_HELLO_ACC	2
 #define SCIF_RDMA_BACKOFF_MIN	(HZ / 2)
@@ -408,10 +419,20 @@ enum {
 	SRD_F_CLOSE,
 	SRD_F_RMA_REQ,
 	SRD_F_RMA_DONE,
-	SRD_F_RKEY,		/* a read key: step 23 */
+	SRD_F_RKEY,		/* a key: step 23 */
 	SRD_F_REVOKE,		/* step 24 */
 	SRD_F_REVOKE_ACK,
 	SRD_F_MAX = SRD_F_REVOKE_ACK,
+};
+
+/*
+ * What a key gives (step 23); on the wire, in an RKEY's arg2, minus one:
+ * 0 reads, 1 writes, 2 both.
+ */
+enum {
+	SRD_KEY_READ = 1,
+	SRD_KEY_WRITE = 2,
+	SRD_KEY_READ_WRITE = SRD_KEY_READ | SRD_KEY_WRITE,
 };
 
 /* The ops of an RMA_REQ (step 20, arg2): SCIF_XPRT_RMA_*, then these. */
@@ -689,10 +710,11 @@ int srd_reg(struct srd_ka *ka, struct srd_map *m, int access);
 void srd_unmap(struct srd_ka *ka, struct srd_map *m);
 void srd_to_pages(struct page **pages, unsigned int off, const u8 *buf,
 		  u32 len);
+void srd_from_pages(u8 *buf, struct page **pages, unsigned int off, u32 len);
 
-/* scif_rdma_key.c: direct reads (steps 23-25) */
-extern bool srd_direct_reads;
-extern atomic_t srd_rma_direct_reads, srd_keys_live;
+/* scif_rdma_key.c: direct reads and writes (steps 23-25) */
+extern bool srd_direct_reads, srd_direct_writes;
+extern atomic_t srd_rma_direct_reads, srd_rma_direct_writes, srd_keys_live;
 void srd_key_expose(struct srd_peer *peer, struct srd_ka *ka, u64 gen,
 		    u32 lid, u32 rid, struct scif_endpt *ep, u64 off, u32 len);
 void srd_windows_gone(bool wait);
@@ -703,11 +725,13 @@ void srd_keys_conn_gone(struct srd_peer *peer, u64 gen, u32 lid);
 void srd_key_rx(struct srd_peer *peer, u64 gen, struct srd_conn *c,
 		const struct srd_hdr *h, const u8 *payload);
 struct srd_rkey;
-struct srd_rkey *srd_key_get(struct srd_ka *ka, u64 serial, u64 roff,
-			     u32 *len, u64 *iova, u32 *rkey);
+struct srd_rkey *srd_key_get(struct srd_ka *ka, u64 serial,
+			     unsigned int access, u64 roff, u32 *len,
+			     u64 *iova, u32 *rkey);
 void srd_key_put(struct srd_ka *ka, u64 gen, struct srd_rkey *k);
-int srd_direct_read(struct srd_ka *ka, u64 gen, u64 serial, u64 roff,
-		    struct page **pages, unsigned int off, u32 len);
+int srd_direct_small(struct srd_ka *ka, u64 gen, u64 serial, u64 roff,
+		     struct page **pages, unsigned int off, u32 len,
+		     bool write, bool ordered);
 int srd_rma(struct scif_endpt *ep, struct scif_endpt *p, int op, u64 roff,
 	    struct page **pages, unsigned int first_off, size_t len,
 	    u32 flags);

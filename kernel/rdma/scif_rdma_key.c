@@ -1,17 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * scif_rdma: direct reads (scif_rdma.h steps 23-25, docs/transport.md
- * "Direct reads").
+ * scif_rdma: direct reads and writes (scif_rdma.h steps 23-25,
+ * docs/transport.md "Direct reads").
  *
- * A read across hosts is otherwise a request and its answer: two SENDs in
- * a row, with an RDMA WRITE by the owner between them for more than a
- * frame's worth.  Here the host owning a window, once it served a read of
- * it, gives the reader read keys: chunks of the window (at most
- * ka->rma_pages pages, aligned in the window), registered for remote read
- * only.  The reader's later reads inside those chunks are RDMA READs (one
- * into a bounce buffer for a small read, up to SRD_DIRECT_WRS per chunk
- * straight into the caller's pages for a larger one; scif_rdma_rma.c),
- * answered by the owner's device, as ib_read_lat's and ib_read_bw's are.
+ * A read or write across hosts is otherwise a request and its answer: two
+ * SENDs in a row, with an RDMA WRITE or READ by the owner between them
+ * for more than a frame's worth.  Here the host owning a window, once it
+ * served a read or write of it, gives the peer keys: chunks of the window
+ * (at most ka->rma_pages pages, aligned in the window), registered for
+ * remote read, write or both, as the window's prot and the owner's
+ * direct_reads and direct_writes allow.  The peer's later reads and
+ * writes inside those chunks are RDMA READs and WRITEs (one through a
+ * bounce buffer for a small call, up to SRD_DIRECT_WRS per chunk straight
+ * between the caller's pages and the window for a larger one;
+ * scif_rdma_rma.c), served by the owner's device alone, as perftest's
+ * are.
  * The owner revokes a key before the window's unregistration (or its
  * endpoint's close) returns: REVOKE, the reader answers once its reads
  * with that key completed, and only then is the MR invalidated and the
@@ -37,12 +40,20 @@ bool srd_direct_reads = true;
 module_param_named(direct_reads, srd_direct_reads, bool, 0644);
 MODULE_PARM_DESC(direct_reads,
 		 "give peer hosts read keys for direct reads (default on)");
+bool srd_direct_writes = true;
+module_param_named(direct_writes, srd_direct_writes, bool, 0644);
+MODULE_PARM_DESC(direct_writes,
+		 "give peer hosts write keys for direct writes (default on)");
 
-/* reads (or parts of one) this host did directly, our live keys (sysfs) */
+/*
+ * reads and writes (or parts of one) this host did directly, our live
+ * keys (sysfs)
+ */
 atomic_t srd_rma_direct_reads = ATOMIC_INIT(0);
+atomic_t srd_rma_direct_writes = ATOMIC_INIT(0);
 atomic_t srd_keys_live = ATOMIC_INIT(0);
 
-/* A read key of ours: one chunk of a window, readable by the peer host. */
+/* A key of ours: one chunk of a window, reachable by the peer host. */
 struct srd_xkey {
 	struct list_head link;		/* srd_xkeys */
 	struct srd_peer *peer;
@@ -53,13 +64,15 @@ struct srd_xkey {
 	struct scif_remote_win rw;	/* the window, counted */
 	unsigned long first;		/* the chunk's first page in it */
 	struct srd_map m;		/* its pages, registered */
+	unsigned int access;		/* SRD_KEY_READ, SRD_KEY_WRITE */
 	bool revoking;			/* REVOKE sent (or not sendable) */
 	unsigned long deadline;		/* of the revocation */
 };
 
-/* A read key the peer gave us (ka->keys_in). */
+/* A key the peer gave us (ka->keys_in). */
 struct srd_rkey {
 	u32 id;
+	unsigned int access;		/* SRD_KEY_READ, SRD_KEY_WRITE */
 	u64 serial;			/* the connection it is for */
 	u64 roff, len;			/* in the far registered space */
 	u64 iova;
@@ -76,9 +89,12 @@ static atomic_t srd_key_events = ATOMIC_INIT(0);
 static void srd_key_reap(struct work_struct *work);
 static DECLARE_DELAYED_WORK(srd_key_reaper, srd_key_reap);
 
-/* Send a frame of @type with @id in arg and no payload: 0 or -errno. */
+/*
+ * Send a frame of @type with @id in arg, @arg2, and @w (if not NULL) as
+ * its payload: 0 or -errno.
+ */
 static int srd_key_send(struct srd_peer *peer, u64 gen, int type, u32 rid,
-			u32 lid, u32 id, const struct srd_rma_wire *w)
+			u32 lid, u32 id, u32 arg2, const struct srd_rma_wire *w)
 {
 	struct srd_tx *tx = srd_tx_alloc(type, rid, lid, w ? sizeof(*w) : 0);
 	struct srd_hdr *h;
@@ -87,6 +103,7 @@ static int srd_key_send(struct srd_peer *peer, u64 gen, int type, u32 rid,
 		return -ENOMEM;
 	h = (struct srd_hdr *)tx->buf;
 	h->arg = cpu_to_be32(id);
+	h->arg2 = cpu_to_be32(arg2);
 	if (w)
 		memcpy(h + 1, w, sizeof(*w));
 	return srd_xmit(peer, gen, tx);
@@ -116,10 +133,26 @@ static bool srd_xkey_dup(struct srd_ka *ka, u32 lid, struct srd_xkey *x)
 }
 
 /*
- * Give the peer a read key for the chunk of @ep's window holding offset
- * @at (connection @lid, the peer's @rid), unless it has one, the window
- * is not readable or the link has SRD_KEYS_MAX.  The end of that chunk
- * in the registered space, or 0 if no window holds @at.
+ * The access a key of a window of @prot gives: reads if the window is
+ * readable and direct_reads on, writes if writable and direct_writes on.
+ */
+static unsigned int srd_key_access(int prot)
+{
+	unsigned int access = 0;
+
+	if ((prot & SCIF_ABI_PROT_READ) && READ_ONCE(srd_direct_reads))
+		access |= SRD_KEY_READ;
+	if ((prot & SCIF_ABI_PROT_WRITE) && READ_ONCE(srd_direct_writes))
+		access |= SRD_KEY_WRITE;
+	return access;
+}
+
+/*
+ * Give the peer a key for the chunk of @ep's window holding offset @at
+ * (connection @lid, the peer's @rid), unless it has one, the window
+ * allows nothing srd_key_access() gives or the link has SRD_KEYS_MAX.
+ * The end of that chunk in the registered space, or 0 if no window
+ * holds @at.
  */
 static u64 srd_key_expose_chunk(struct srd_peer *peer, struct srd_ka *ka,
 				u64 gen, u32 lid, u32 rid,
@@ -139,6 +172,7 @@ static u64 srd_key_expose_chunk(struct srd_peer *peer, struct srd_ka *ka,
 		kfree(x);
 		return 0;
 	}
+	x->access = srd_key_access(x->rw.prot);
 	page = (at - x->rw.offset) >> PAGE_SHIFT;
 	x->first = page - page % ka->rma_pages;
 	npages = min_t(unsigned long, ka->rma_pages,
@@ -149,12 +183,21 @@ static u64 srd_key_expose_chunk(struct srd_peer *peer, struct srd_ka *ka,
 	mutex_lock(&srd_key_mutex);
 	dup = srd_xkey_dup(ka, lid, x);
 	mutex_unlock(&srd_key_mutex);
-	if (dup || READ_ONCE(ka->xkeys) >= SRD_KEYS_MAX)
+	if (dup || !x->access || READ_ONCE(ka->xkeys) >= SRD_KEYS_MAX)
 		goto put;
-	/* mapped and registered outside the mutex: it waits for the CQ */
+	/*
+	 * Mapped and registered outside the mutex: it waits for the CQ.  A
+	 * write key's pages stay mapped both ways while the peer may write
+	 * (a coherent device: nothing to sync, as for any user MR).
+	 */
 	if (srd_map(ka, &x->m, x->rw.pages + x->first, 0,
-		    npages << PAGE_SHIFT, ka->rma_pages, DMA_TO_DEVICE) ||
-	    srd_reg(ka, &x->m, IB_ACCESS_REMOTE_READ))
+		    npages << PAGE_SHIFT, ka->rma_pages,
+		    x->access & SRD_KEY_WRITE ? DMA_BIDIRECTIONAL :
+						DMA_TO_DEVICE) ||
+	    srd_reg(ka, &x->m,
+		    (x->access & SRD_KEY_READ ? IB_ACCESS_REMOTE_READ : 0) |
+		    (x->access & SRD_KEY_WRITE ? IB_ACCESS_LOCAL_WRITE |
+						 IB_ACCESS_REMOTE_WRITE : 0)))
 		goto unmap;
 	/* the connection still live: its end revokes (srd_conn_free()) */
 	mutex_lock(&srd_msg_mutex);
@@ -191,7 +234,8 @@ static u64 srd_key_expose_chunk(struct srd_peer *peer, struct srd_ka *ka,
 	w.rkey = cpu_to_be32(x->m.mr->rkey);
 	w.len = cpu_to_be32(npages << PAGE_SHIFT);
 	/* not sent (link gone): srd_keys_link_dead() frees it */
-	srd_key_send(peer, gen, SRD_F_RKEY, rid, lid, x->id, &w);
+	srd_key_send(peer, gen, SRD_F_RKEY, rid, lid, x->id, x->access - 1,
+		     &w);
 	mutex_unlock(&srd_key_mutex);
 	mutex_unlock(&srd_msg_mutex);
 	return end;
@@ -204,19 +248,20 @@ put:
 }
 
 /*
- * After serving a read of [@off, @off + @len) (inline or by RDMA) for
- * connection @lid (the peer's @rid) of endpoint @ep: read keys for the
- * chunks holding its first and its last byte (a request spans at most
- * two).  The RKEYs go before the read's RMA_DONE, so the reader has them
- * for its next read.  Best effort: any failure leaves the reader on the
- * other path.
+ * After serving a read or write of [@off, @off + @len) (inline or by
+ * RDMA) for connection @lid (the peer's @rid) of endpoint @ep: keys for
+ * the chunks holding its first and its last byte (a request spans at
+ * most two).  The RKEYs go before the request's RMA_DONE, so the peer
+ * has them for its next call.  Best effort: any failure leaves the peer
+ * on the other path.
  */
 void srd_key_expose(struct srd_peer *peer, struct srd_ka *ka, u64 gen,
 		    u32 lid, u32 rid, struct scif_endpt *ep, u64 off, u32 len)
 {
 	u64 end;
 
-	if (!READ_ONCE(srd_direct_reads) || !ka->rma_pages || !len)
+	if ((!READ_ONCE(srd_direct_reads) && !READ_ONCE(srd_direct_writes)) ||
+	    !ka->rma_pages || !len)
 		return;
 	end = srd_key_expose_chunk(peer, ka, gen, lid, rid, ep, off);
 	if (end && off + len > end)
@@ -239,7 +284,7 @@ static void srd_keys_revoke(bool (*match)(struct srd_xkey *x, void *arg),
 			continue;
 		x->revoking = true;
 		x->deadline = jiffies + SRD_KEY_REVOKE_WAIT;
-		if (srd_key_send(x->peer, x->gen, SRD_F_REVOKE, 0, 0, x->id,
+		if (srd_key_send(x->peer, x->gen, SRD_F_REVOKE, 0, 0, x->id, 0,
 				 NULL))
 			x->deadline = jiffies;
 	}
@@ -414,12 +459,14 @@ static void srd_key_rx_ack(struct srd_peer *peer, u64 gen, u32 id)
 
 /*
  * RKEY on connection @c (NULL if not live): a chunk of the far window
- * space at roff, len bytes, readable at iova with rkey.  Checked, then
- * kept for the connection's small reads; a connection that ended
- * meanwhile is no error (the owner revokes it later).
+ * space at roff, len bytes, reachable at iova with rkey for @wire_access
+ * (0 reads, 1 writes, 2 both).  Checked, then kept for the connection's
+ * calls; a connection that ended meanwhile is no error (the owner
+ * revokes it later).
  */
 static void srd_key_rx_rkey(struct srd_peer *peer, u64 gen, struct srd_conn *c,
-			    u32 id, const struct srd_rma_wire *w)
+			    u32 id, u32 wire_access,
+			    const struct srd_rma_wire *w)
 {
 	u64 roff = be64_to_cpu(w->roff), len = be32_to_cpu(w->len), end;
 	struct srd_rkey *k;
@@ -427,6 +474,7 @@ static void srd_key_rx_rkey(struct srd_peer *peer, u64 gen, struct srd_conn *c,
 	const char *why = NULL;
 
 	if (!id || !len || len > SCIF_RDMA_RMA_MAX ||
+	    wire_access > SRD_KEY_READ_WRITE - 1 ||
 	    check_add_overflow(roff, len, &end) || (s64)end < 0)
 		why = "bad RKEY";
 	if (why || !c)
@@ -435,6 +483,7 @@ static void srd_key_rx_rkey(struct srd_peer *peer, u64 gen, struct srd_conn *c,
 	if (!k)
 		return;	/* best effort: the reads go the other way */
 	k->id = id;
+	k->access = wire_access + 1;
 	k->serial = c->serial;
 	k->roff = roff;
 	k->len = len;
@@ -492,7 +541,7 @@ static void srd_key_rx_revoke(struct srd_peer *peer, u64 gen, u32 id)
 	xa_unlock(&ka->keys_in);
 	mutex_unlock(&peer->lock);
 	if (answer)
-		srd_key_send(peer, gen, SRD_F_REVOKE_ACK, 0, 0, id, NULL);
+		srd_key_send(peer, gen, SRD_F_REVOKE_ACK, 0, 0, id, 0, NULL);
 }
 
 /*
@@ -505,7 +554,7 @@ void srd_key_rx(struct srd_peer *peer, u64 gen, struct srd_conn *c,
 	u32 id = be32_to_cpu(h->arg);
 
 	if (h->type == SRD_F_RKEY)
-		srd_key_rx_rkey(peer, gen, c, id,
+		srd_key_rx_rkey(peer, gen, c, id, be32_to_cpu(h->arg2),
 				(const struct srd_rma_wire *)payload);
 	else if (h->dst || h->src || h->arg2)
 		srd_bad_frame(peer, "bad REVOKE", sizeof(*h));
@@ -516,21 +565,22 @@ void srd_key_rx(struct srd_peer *peer, u64 gen, struct srd_conn *c,
 }
 
 /*
- * A read key of connection @serial holding far offset @roff, with a new
- * user (srd_key_put() drops it); *@len is clipped to the bytes the key
- * covers from there, *@iova is where @roff is in its MR, *@rkey its key.
- * NULL if none holds @roff.
+ * A key of connection @serial for @access (SRD_KEY_READ or SRD_KEY_WRITE)
+ * holding far offset @roff, with a new user (srd_key_put() drops it);
+ * *@len is clipped to the bytes the key covers from there, *@iova is
+ * where @roff is in its MR, *@rkey its key.  NULL if none holds @roff.
  */
-struct srd_rkey *srd_key_get(struct srd_ka *ka, u64 serial, u64 roff,
-			     u32 *len, u64 *iova, u32 *rkey)
+struct srd_rkey *srd_key_get(struct srd_ka *ka, u64 serial,
+			     unsigned int access, u64 roff, u32 *len,
+			     u64 *iova, u32 *rkey)
 {
 	struct srd_rkey *k;
 	unsigned long i;
 
 	xa_lock(&ka->keys_in);
 	xa_for_each(&ka->keys_in, i, k)
-		if (k->serial == serial && roff >= k->roff &&
-		    roff - k->roff < k->len) {
+		if (k->serial == serial && (k->access & access) &&
+		    roff >= k->roff && roff - k->roff < k->len) {
 			k->users++;
 			break;
 		}
@@ -543,7 +593,7 @@ struct srd_rkey *srd_key_get(struct srd_ka *ka, u64 serial, u64 roff,
 	return k;
 }
 
-/* A read with key @k ended: the last one of a revoked key answers. */
+/* A call with key @k ended: the last one of a revoked key answers. */
 void srd_key_put(struct srd_ka *ka, u64 gen, struct srd_rkey *k)
 {
 	u32 id = k->id;
@@ -554,33 +604,67 @@ void srd_key_put(struct srd_ka *ka, u64 gen, struct srd_rkey *k)
 	xa_unlock(&ka->keys_in);
 	if (last) {
 		kfree(k);
-		srd_key_send(ka->peer, gen, SRD_F_REVOKE_ACK, 0, 0, id, NULL);
+		srd_key_send(ka->peer, gen, SRD_F_REVOKE_ACK, 0, 0, id, 0,
+			     NULL);
 	}
 }
 
 /*
- * Step 25: a read of @len bytes (at most SCIF_RDMA_RMA_INLINE) at @roff
- * of the far window space, for connection @serial, into @pages from byte
- * @off of pages[0], as one RDMA READ with a read key covering all of it:
- * into a bounce buffer (one SGE of the local DMA key: no scatter list of
- * the caller's pages to build and map for so few bytes), then copied.  -ENOENT if no key covers it (the caller goes the
- * other way), else 0 or the call's errno (-ECONNRESET: the READ failed,
- * and so did the link; -EINTR; -ENOMEM).  The caller holds an rma_users
- * reference on @ka.
+ * Post one RDMA @op of @len bytes between @dma and the far @raddr under
+ * @rkey and wait for it (polling first: a small call).  0 or -ECONNRESET
+ * (the RDMA failed, and so did the link), -ENOMEM.
  */
-int srd_direct_read(struct srd_ka *ka, u64 gen, u64 serial, u64 roff,
-		    struct page **pages, unsigned int off, u32 len)
+static int srd_direct_one(struct srd_ka *ka, enum ib_wr_opcode op, u64 dma,
+			  u32 len, u64 raddr, u32 rkey)
 {
 	struct srd_rwr r = { .ka = ka };
-	struct ib_rdma_wr wr = {};
+	struct ib_sge sge = {
+		.addr = dma,
+		.length = len,
+		.lkey = ka->pd->local_dma_lkey,
+	};
+	struct ib_rdma_wr wr = {
+		.wr.opcode = op,
+		.wr.sg_list = &sge,
+		.wr.num_sge = 1,
+		.remote_addr = raddr,
+		.rkey = rkey,
+	};
+	int ret;
+
+	ret = srd_rwr_post(&r, &wr.wr);
+	srd_rwr_poll_wait(&r);
+	if (!ret && (r.status || READ_ONCE(ka->dead)))
+		ret = -ECONNRESET;
+	return ret;
+}
+
+/*
+ * Step 25: a read (@write false) or write of @len bytes (at most
+ * SCIF_RDMA_RMA_INLINE) at @roff of the far window space, for connection
+ * @serial, between @pages from byte @off of pages[0] and a key covering
+ * all of it, through a bounce buffer (one SGE of the local DMA key: no
+ * scatter list of the caller's pages to build and map for so few bytes):
+ * one RDMA READ, then copied; or copied, then one RDMA WRITE, and with
+ * @ordered the destination's last cache line in a second WRITE once the
+ * first completed (SCIF_RMA_ORDERED: its bytes land last).  -ENOENT if no
+ * key covers it (the caller goes the other way), else 0 or the call's
+ * errno (-ECONNRESET: the RDMA failed, and so did the link; -EINTR;
+ * -ENOMEM).  The caller holds an rma_users reference on @ka.
+ */
+int srd_direct_small(struct srd_ka *ka, u64 gen, u64 serial, u64 roff,
+		     struct page **pages, unsigned int off, u32 len,
+		     bool write, bool ordered)
+{
+	enum dma_data_direction dir = write ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
 	struct srd_rkey *k;
-	struct ib_sge sge;
-	u32 n = len;
-	u64 dma;
+	u32 n = len, rkey, head = len;	/* the first WRITE's bytes */
+	u64 dma, raddr;
 	void *buf;
 	int ret;
 
-	k = srd_key_get(ka, serial, roff, &n, &wr.remote_addr, &wr.rkey);
+	k = srd_key_get(ka, serial, write ? SRD_KEY_WRITE : SRD_KEY_READ,
+			roff, &n, &raddr, &rkey);
 	if (k && n < len) {
 		srd_key_put(ka, gen, k);	/* it straddles keys */
 		k = NULL;
@@ -591,21 +675,32 @@ int srd_direct_read(struct srd_ka *ka, u64 gen, u64 serial, u64 roff,
 	buf = kmalloc(len, GFP_KERNEL_ACCOUNT);
 	if (!buf)
 		goto put;
-	dma = ib_dma_map_single(ka->dev, buf, len, DMA_FROM_DEVICE);
+	if (write)
+		srd_from_pages(buf, pages, off, len);
+	dma = ib_dma_map_single(ka->dev, buf, len, dir);
 	if (ib_dma_mapping_error(ka->dev, dma))
 		goto free;
-	sge.addr = dma;
-	sge.length = len;
-	sge.lkey = ka->pd->local_dma_lkey;
-	wr.wr.opcode = IB_WR_RDMA_READ;
-	wr.wr.sg_list = &sge;
-	wr.wr.num_sge = 1;
-	ret = srd_rwr_post(&r, &wr.wr);
-	srd_rwr_poll_wait(&r);
-	if (!ret && (r.status || READ_ONCE(ka->dead)))
-		ret = -ECONNRESET;
-	ib_dma_unmap_single(ka->dev, dma, len, DMA_FROM_DEVICE);
-	if (!ret) {
+	if (write && ordered) {
+		/* the source's last cache line apart, as the local path has it */
+		u32 last = ALIGN_DOWN(off + len - 1, SCIF_RMA_CACHELINE);
+
+		head = last > off ? last - off : len;
+	}
+	if (head < len) {
+		ret = srd_direct_one(ka, IB_WR_RDMA_WRITE, dma, head, raddr,
+				     rkey);
+		if (!ret)
+			ret = srd_direct_one(ka, IB_WR_RDMA_WRITE, dma + head,
+					     len - head, raddr + head, rkey);
+	} else {
+		ret = srd_direct_one(ka, write ? IB_WR_RDMA_WRITE :
+						 IB_WR_RDMA_READ,
+				     dma, len, raddr, rkey);
+	}
+	ib_dma_unmap_single(ka->dev, dma, len, dir);
+	if (!ret && write) {
+		atomic_inc(&srd_rma_direct_writes);
+	} else if (!ret) {
 		srd_to_pages(pages, off, buf, len);
 		atomic_inc(&srd_rma_direct_reads);
 	}

@@ -798,6 +798,7 @@ SRD_COUNTER_ATTR(rma_inline_served, srd_rma_inline_served);
 SRD_COUNTER_ATTR(rma_late, srd_rma_late);
 /* direct reads (steps 23-25): done here, read keys of ours live */
 SRD_COUNTER_ATTR(rma_direct_reads, srd_rma_direct_reads);
+SRD_COUNTER_ATTR(rma_direct_writes, srd_rma_direct_writes);
 SRD_COUNTER_ATTR(rma_keys, srd_keys_live);
 /* small calls that found their completion polling (poll_us) */
 SRD_COUNTER_ATTR(rma_polled, srd_rma_polled);
@@ -827,6 +828,7 @@ static struct attribute *srd_attrs[] = {
 	&srd_rma_late_attr.attr,
 	&srd_inl_max_attr.attr,
 	&srd_rma_direct_reads_attr.attr,
+	&srd_rma_direct_writes_attr.attr,
 	&srd_rma_keys_attr.attr,
 	&srd_rma_polled_attr.attr,
 	&srd_rma_regs_attr.attr,

@@ -3,19 +3,20 @@
  * scif_rdma: RMA across hosts (scif_rdma.h steps 19-22, 25).
  *
  * Target-driven: the host that owns a window does the RDMA, so no key of
- * a window leaves its host but a read key (remote read only, revoked
- * before the window goes) and every access is checked against the
- * owner's own windows by scif.ko (scif_remote_rma_get()).  The initiator
+ * a window leaves its host but a key of a chunk it already served (remote
+ * read and write as the window allows, revoked before the window goes)
+ * and every access is checked against the owner's own windows by scif.ko
+ * (scif_remote_rma_get(), scif_remote_window_get()).  The initiator
  * registers only its own local pages for each request in flight (a
  * fast-registration MR, remote access limited to what the operation
  * needs) and deregisters them once the target answered; up to SRD_RMA_PIPE
  * requests of one call are in flight at once.  A call of at most
  * SCIF_RDMA_RMA_INLINE bytes is one inline request instead: its data
  * travels in the frames (the RMA_REQ of a write, the RMA_DONE of a read),
- * copied by the CPU on both sides, with no MR and no RDMA.  A read inside
- * a chunk the owner gave a read key for is RDMA READs by the reader
- * instead (scif_rdma_key.c; srd_direct_read(): one, for a small read;
- * srd_req_direct() for a part of a larger one).
+ * copied by the CPU on both sides, with no MR and no RDMA.  A read or
+ * write inside a chunk the owner gave a key for is RDMA READs or WRITEs
+ * by the caller instead (scif_rdma_key.c; srd_direct_small(): one, for a
+ * small call; srd_req_direct() for a part of a larger one).
  */
 
 #include <linux/scatterlist.h>
@@ -46,7 +47,7 @@ struct srd_req {
 	u32 lid;			/* our connection id */
 	bool done;
 	bool inl;			/* an inline request: polled for */
-	int status;			/* the target's errno; a direct read's */
+	int status;			/* the target's errno; a direct part's */
 	struct srd_map m;
 	/*
 	 * An inline read or a peer fence mark: the RMA_DONE's data goes to
@@ -57,8 +58,9 @@ struct srd_req {
 	unsigned int off;
 	u32 len;
 	u8 *ans;
-	/* a direct read (step 25): its RDMA READs with this read key */
+	/* a direct part (step 25): its RDMA READs or WRITEs with this key */
 	struct srd_rkey *key;
+	bool write;
 	u64 gen;
 	struct srd_rwr r;
 };
@@ -93,8 +95,7 @@ void srd_to_pages(struct page **pages, unsigned int off, const u8 *buf,
 }
 
 /* Copy @len bytes of @pages from byte @off of pages[0] to @buf. */
-static void srd_from_pages(u8 *buf, struct page **pages, unsigned int off,
-			   u32 len)
+void srd_from_pages(u8 *buf, struct page **pages, unsigned int off, u32 len)
 {
 	u32 n;
 
@@ -631,8 +632,8 @@ static void srd_job_fn(struct work_struct *work)
 		scif_remote_rma_put(h);
 		if (!ret)
 			atomic_inc(&srd_rma_inline_served);
-		/* its next reads there may go direct (step 23) */
-		if (!ret && rd)
+		/* its next calls there may go direct (step 23) */
+		if (!ret)
 			srd_key_expose(j->peer, ka, j->gen, j->lid, j->rid, j->ep,
 				       j->roff, j->len);
 		goto answer;
@@ -653,8 +654,8 @@ static void srd_job_fn(struct work_struct *work)
 	}
 	srd_unmap(ka, &m);
 	scif_remote_rma_put(h);
-	/* its next reads there may go direct (step 23) */
-	if (!ret && rd)
+	/* its next calls there may go direct (step 23) */
+	if (!ret)
 		srd_key_expose(j->peer, ka, j->gen, j->lid, j->rid, j->ep,
 			       j->roff, j->len);
 answer:
@@ -920,18 +921,19 @@ out:
 }
 
 /*
- * Start direct read @req, a slot of the link taken (step 25): if a read
- * key of connection @serial holds far offset @roff, RDMA READs of up to
- * *@len bytes (clipped to the key) into @pages from byte @off of
- * pages[0] (srd_post_sg(): no registration).  -ENOENT if no key holds
- * @roff (the slot still taken: the caller sends a request instead); 0 if
- * READs are out (srd_req_wait() then ends it, and reports a failure to
- * post the rest), with the bytes it reads in *@len; else everything is
- * released, the slot included.
+ * Start direct part @req of a read (@write false) or write, a slot of the
+ * link taken (step 25): if a key of connection @serial for that holds far
+ * offset @roff, RDMA READs or WRITEs of up to *@len bytes (clipped to the
+ * key) between @pages from byte @off of pages[0] (srd_post_sg(): no
+ * registration) and the window.  -ENOENT if no key holds @roff (the slot
+ * still taken: the caller sends a request instead); 0 if RDMAs are out
+ * (srd_req_wait() then ends it, and reports a failure to post the rest),
+ * with the bytes they move in *@len; else everything is released, the
+ * slot included.
  */
 static int srd_req_direct(struct srd_ka *ka, u64 gen, u64 serial, u64 roff,
 			  struct page **pages, unsigned int off, u32 *len,
-			  struct srd_req *req)
+			  bool write, struct srd_req *req)
 {
 	unsigned int posted = 0;
 	u32 rkey, nwr;
@@ -939,26 +941,29 @@ static int srd_req_direct(struct srd_ka *ka, u64 gen, u64 serial, u64 roff,
 	int ret;
 
 	memset(req, 0, sizeof(*req));
-	req->key = srd_key_get(ka, serial, roff, len, &raddr, &rkey);
+	req->key = srd_key_get(ka, serial, write ? SRD_KEY_WRITE : SRD_KEY_READ,
+			       roff, len, &raddr, &rkey);
 	if (!req->key)
 		return -ENOENT;
 	req->r.ka = ka;
 	req->gen = gen;
+	req->write = write;
 	ret = srd_map_local(ka, &req->m, pages, off, *len, ka->rma_pages,
-			    true);
+			    !write);
 	if (!ret && fatal_signal_pending(current))
 		ret = -EINTR;
 	/*
-	 * Up to SRD_DIRECT_WRS READs of at least SRD_DIRECT_WR_MIN bytes
+	 * Up to SRD_DIRECT_WRS RDMAs of at least SRD_DIRECT_WR_MIN bytes
 	 * (more if the SGE limit cuts them), all in flight at once, as
-	 * ib_read_bw keeps several: the owner's device can answer one while
+	 * perftest keeps several: the owner's device can serve one while
 	 * the next is on its way.
 	 */
 	nwr = min_t(u32, SRD_DIRECT_WRS, DIV_ROUND_UP(*len, SRD_DIRECT_WR_MIN));
 	if (!ret)
 		ret = srd_post_sg(&req->r, &req->m, DIV_ROUND_UP(*len, nwr),
-				  IB_WR_RDMA_READ, raddr, rkey, &posted);
-	req->status = ret;	/* READs out: srd_req_direct_end() says it */
+				  write ? IB_WR_RDMA_WRITE : IB_WR_RDMA_READ,
+				  raddr, rkey, &posted);
+	req->status = ret;	/* RDMAs out: srd_req_direct_end() says it */
 	if (!ret || posted)
 		return 0;
 	srd_unmap(ka, &req->m);
@@ -968,10 +973,10 @@ static int srd_req_direct(struct srd_ka *ka, u64 gen, u64 serial, u64 roff,
 }
 
 /*
- * End direct read @req: wait for its READs (a killed caller only for
- * SRD_RMA_KILL_WAIT, then the link ends, srd_rwr_wait()), deregister,
- * unmap, let the key and the slot go.  A failed READ ended the link:
- * -ECONNRESET; one not posted: the error of its posting.
+ * End direct part @req: wait for its RDMAs (a killed caller only for
+ * SRD_RMA_KILL_WAIT, then the link ends, srd_rwr_wait()), unmap, let the
+ * key and the slot go.  A failed RDMA ended the link: -ECONNRESET; one
+ * not posted: the error of its posting.
  */
 static int srd_req_direct_end(struct srd_ka *ka, struct srd_req *req)
 {
@@ -984,7 +989,8 @@ static int srd_req_direct_end(struct srd_ka *ka, struct srd_req *req)
 	srd_key_put(ka, req->gen, req->key);
 	srd_req_unslot(ka);
 	if (!ret)
-		atomic_inc(&srd_rma_direct_reads);
+		atomic_inc(req->write ? &srd_rma_direct_writes :
+					&srd_rma_direct_reads);
 	return ret;
 }
 
@@ -1149,9 +1155,10 @@ int srd_fence(struct scif_endpt *ep, struct scif_endpt *p, int op, int *mark)
  * SCIF_RMA_ORDERED: the last request, which carries the last bytes, is
  * sent only once every earlier one completed.  A call of at most
  * SCIF_RDMA_RMA_INLINE bytes is one inline request (SRD_RMA_IREAD or
- * SRD_RMA_IWRITE), or one RDMA READ with a read key.  A part of a
- * larger read that starts inside a read key is a direct read (RDMA READs)
- * up to the key's end at most, in the pipeline like a request.
+ * SRD_RMA_IWRITE), or one RDMA READ or WRITE with a key.  A part of a
+ * larger call that starts inside a key for its direction is a direct
+ * part (RDMA READs or WRITEs) up to the key's end at most, in the
+ * pipeline like a request.
  */
 int srd_rma(struct scif_endpt *ep, struct scif_endpt *p, int op, u64 roff,
 	    struct page **pages, unsigned int first_off, size_t len,
@@ -1173,10 +1180,10 @@ int srd_rma(struct scif_endpt *ep, struct scif_endpt *p, int op, u64 roff,
 	ka = srd_rma_conn(p, &gen, &lid, &rid, &serial);
 	if (!ka)
 		return -ECONNRESET;
-	if (inl && op == SCIF_XPRT_RMA_READ) {
-		/* one RDMA READ if a read key covers it (step 25) */
-		ret = srd_direct_read(ka, gen, serial, roff, pages, first_off,
-				      len);
+	if (inl) {
+		/* one RDMA READ or WRITE if a key covers it (step 25) */
+		ret = srd_direct_small(ka, gen, serial, roff, pages, first_off,
+				       len, op == SCIF_XPRT_RMA_WRITE, ordered);
 		if (ret != -ENOENT) {
 			srd_rma_unuse(ka);
 			return ret;
@@ -1214,12 +1221,13 @@ int srd_rma(struct scif_endpt *ep, struct scif_endpt *p, int op, u64 roff,
 		}
 		if (start) {
 			serr = -ENOENT;
-			/* inside a read key: RDMA READs (step 25) */
-			if (!inl && op == SCIF_XPRT_RMA_READ)
+			/* inside a key: RDMA READs or WRITEs (step 25) */
+			if (!inl)
 				serr = srd_req_direct(ka, gen, serial,
 						      roff + done,
 						      pages + (pos >> PAGE_SHIFT),
 						      off, &n,
+						      op == SCIF_XPRT_RMA_WRITE,
 						      &req[head % SRD_RMA_PIPE]);
 			if (serr == -ENOENT)
 				serr = srd_req_start(ka, gen, lid, rid, wop,

@@ -99,7 +99,7 @@
 
 /* the HELLO of kernel/rdma/scif_rdma.c (docs/transport.md), big-endian */
 #define HELLO_MAGIC 0x53434946U
-#define HELLO_VERSION 4
+#define HELLO_VERSION 5
 #define HELLO_REQ 1
 #define HELLO_ACC 2
 #define HELLO_LEN 12
@@ -120,7 +120,7 @@ enum {
     F_CLOSE = 8,
     F_RMA_REQ = 9,
     F_RMA_DONE = 10,
-    F_RKEY, /* read keys, protocol version 4 */
+    F_RKEY, /* keys: reads since protocol version 4, writes since 5 */
     F_REVOKE,
     F_REVOKE_ACK
 };
@@ -612,7 +612,7 @@ static int rma_conn_open(struct rdma_cm_id *id, uint32_t src, unsigned int from,
  * at once on the live connection, more than an honest peer has
  * outstanding ("rma flood answered N enxio A ebusy B"); then an RMA_REQ
  * one byte short and an RMA_DONE for a request never made, neither
- * answered, and four malformed read-key frames ("rma unanswered sent 8");
+ * answered, and five malformed key frames ("rma unanswered sent 9");
  * then RKEY_TABLE + 2 valid RKEYs, the second repeating the first's id,
  * which fill the reader's key table and go one beyond ("rma keys sent
  * 258").
@@ -703,9 +703,9 @@ static void rma_frames(struct rdma_cm_id *id, unsigned int port, int badkey) {
     put32(big + 20, 77779);
     sent += !send_frame(id, bmr, big, FRAME_HDR + RMA_INLINE + 1);
     /*
-     * Read keys (version 4): an RKEY one byte short, one of id 0 on the
-     * live connection, a REVOKE naming a connection, a REVOKE_ACK for
-     * no revocation.
+     * Keys (versions 4, 5): an RKEY one byte short, one of id 0 on the
+     * live connection, one giving access 3 (0 reads, 1 writes, 2 both),
+     * a REVOKE naming a connection, a REVOKE_ACK for no revocation.
      */
     n = rma_req(big, conn, 0, 0, 0, 4096);
     frame_hdr(big, F_RKEY, 0, conn, RMA_WIRE - 1);
@@ -713,6 +713,10 @@ static void rma_frames(struct rdma_cm_id *id, unsigned int port, int badkey) {
     sent += !send_frame(id, bmr, big, n - 1);
     frame_hdr(big, F_RKEY, 0, conn, RMA_WIRE);
     put32(big + 20, 0);
+    sent += !send_frame(id, bmr, big, n);
+    frame_hdr(big, F_RKEY, 0, conn, RMA_WIRE);
+    put32(big + 20, 8);
+    put32(big + 24, 3);
     sent += !send_frame(id, bmr, big, n);
     frame_hdr(buf[0], F_REVOKE, 0, conn, 0);
     put32(buf[0] + 20, 6);
@@ -902,11 +906,12 @@ static int revoke_frame(uint8_t *f, int type, uint32_t kid) {
 }
 
 /*
- * One RDMA READ of 8 bytes at @iova with @rkey into @dmr (its first 8
- * bytes): the status of
- * its work completion, or -1 if none came within timeout_ms.
+ * One RDMA READ (or, with @write, WRITE) of 8 bytes at @iova with @rkey
+ * into (from) @dmr (its first 8 bytes): the status of its work
+ * completion, or -1 if none came within timeout_ms.
  */
-static int stale_read(struct rdma_cm_id *id, struct ibv_mr *dmr, uint64_t iova, uint32_t rkey) {
+static int key_rdma(struct rdma_cm_id *id, struct ibv_mr *dmr, uint64_t iova, uint32_t rkey,
+                    int write) {
     struct ibv_sge sge = {(uintptr_t)dmr->addr, 8, dmr->lkey};
     struct ibv_send_wr wr, *bad;
     long long end = now_ms() + timeout_ms;
@@ -916,7 +921,7 @@ static int stale_read(struct rdma_cm_id *id, struct ibv_mr *dmr, uint64_t iova, 
     memset(&wr, 0, sizeof(wr));
     wr.sg_list = &sge;
     wr.num_sge = 1;
-    wr.opcode = IBV_WR_RDMA_READ;
+    wr.opcode = write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
     wr.send_flags = IBV_SEND_SIGNALED;
     wr.wr.rdma.remote_addr = iova;
     wr.wr.rdma.rkey = rkey;
@@ -938,8 +943,11 @@ static int stale_read(struct rdma_cm_id *id, struct ibv_mr *dmr, uint64_t iova, 
  * port 11; "selftests/rdma/scif_nodes unreg", a window at BADKEY_ROFF)
  * and be a reader that never answers a revocation (steps 23-24).  An
  * inline read of 8 bytes there brings a read key before its answer
- * ("rma revoke key 1"), with which an RDMA READ of 8 bytes reads the
- * window's bytes ("rma revoke key read status 0 data ok"); a REVOKE of a
+ * ("rma revoke key 1") that gives reads and writes, the window being
+ * writable ("rma revoke key access 2", version 5), with which an RDMA READ
+ * of 8 bytes reads the window's bytes ("rma revoke key read status 0
+ * data ok"), and an RDMA WRITE of 8 bytes changes them, as an RDMA READ
+ * then shows ("rma revoke key write status 0 data ok"); a REVOKE of a
  * key id the listener's host never
  * had is answered all the same ("rma revoke unknown answered 1"); a byte
  * on the connection makes the listener unregister the window, whose
@@ -978,13 +986,21 @@ static void revoke_unanswered(struct rdma_cm_id *id, unsigned int port) {
     iova = get64(rma_wire + 8);
     rkey = get32(rma_wire + 16);
     printf("rma revoke key %d\n", kid != 0);
+    printf("rma revoke key access %u\n", status);
     if (!kid || wait_frame(id, F_RMA_DONE, &rid, &status) || status)
         goto out;
     /* the key works while the window is there: its bytes are 0x5a */
     memset(dst, 0, sizeof(dst));
-    n = stale_read(id, dmr, iova, rkey);
+    n = key_rdma(id, dmr, iova, rkey, 0);
     printf("rma revoke key read status %d data %s\n", n,
            dst[0] == 0x5a && dst[7] == 0x5a ? "ok" : "bad");
+    memset(dst, 0xa5, sizeof(dst));
+    n = key_rdma(id, dmr, iova, rkey, 1);
+    memset(dst, 0, sizeof(dst));
+    if (!n)
+        n = key_rdma(id, dmr, iova, rkey, 0);
+    printf("rma revoke key write status %d data %s\n", n,
+           dst[0] == 0xa5 && dst[7] == 0xa5 ? "ok" : "bad");
     n = revoke_frame(buf, F_REVOKE, unknown);
     printf("rma revoke unknown answered %d\n",
            !send_frame(id, mr, buf, n) && !wait_frame_to(id, F_REVOKE_ACK, 0, &rid, &status) &&
@@ -1004,7 +1020,7 @@ static void revoke_unanswered(struct rdma_cm_id *id, unsigned int port) {
     if (send_frame(id, mr, buf, n) || wait_frame(id, F_RMA_DONE, &rid, &status))
         status = (uint32_t)-1;
     printf("rma revoke read status %d\n", (int)status);
-    printf("rma revoke stale read status %d\n", stale_read(id, dmr, iova, rkey));
+    printf("rma revoke stale read status %d\n", key_rdma(id, dmr, iova, rkey, 0));
 out:
     ibv_dereg_mr(dmr);
     ibv_dereg_mr(rma_pmr);

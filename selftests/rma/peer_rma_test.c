@@ -181,13 +181,14 @@ static size_t inl_max(const struct peer_ctx *c) {
 }
 
 /*
- * scif_rdma's direct_reads parameter (read keys for the peer host, on by
- * default): set to @on; the previous value (0 or 1), or -1.
+ * scif_rdma's direct_reads or direct_writes parameter (keys for the peer
+ * host, on by default): set to @on; the previous value (0 or 1), or -1.
  */
 #define DIRECT_PARAM "/sys/module/scif_rdma/parameters/direct_reads"
-static int direct_reads_set(int on) {
+#define DIRECT_W_PARAM "/sys/module/scif_rdma/parameters/direct_writes"
+static int direct_set(const char *param, int on) {
     char was = 0;
-    FILE *f = fopen(DIRECT_PARAM, "r+");
+    FILE *f = fopen(param, "r+");
 
     if (!f)
         return -1;
@@ -308,14 +309,16 @@ static int srv_inline(struct peer_ctx *c) {
     long long served0 = c->remote ? inl_counter("rma_inline_served") : 0, served;
     size_t n = inl_max(c), r = INL_R(INL_SIG_SLOT), l = INL_L(INL_SIG_SLOT, 3), j;
     volatile uint64_t *w;
-    int epd, direct = 0;
+    int epd, direct = 0, direct_w = 0;
 
     CHECK(buf, "alloc");
     CHECK(n && served0 >= 0, "no " INL_SYSFS "rma_inline_max or rma_inline_served");
-    /* every small read inline, none by a read key (the direct behaviour) */
+    /* every small call inline, none by a key (the direct behaviours) */
     if (c->remote) {
-        direct = direct_reads_set(0);
+        direct = direct_set(DIRECT_PARAM, 0);
         CHECK(direct >= 0, "cannot set " DIRECT_PARAM ": %s", strerror(errno));
+        direct_w = direct_set(DIRECT_W_PARAM, 0);
+        CHECK(direct_w >= 0, "cannot set " DIRECT_W_PARAM ": %s", strerror(errno));
     }
     epd = srv_open(c, buf, 0);
     CHECK(epd >= 0, "accept, the windows, their offset");
@@ -335,7 +338,8 @@ static int srv_inline(struct peer_ctx *c) {
     CHECK_OK(scif_close(epd));
     free(buf);
     if (c->remote) {
-        CHECK(direct_reads_set(direct) >= 0, "restore " DIRECT_PARAM);
+        CHECK(direct_set(DIRECT_PARAM, direct) >= 0, "restore " DIRECT_PARAM);
+        CHECK(direct_set(DIRECT_W_PARAM, direct_w) >= 0, "restore " DIRECT_W_PARAM);
         served = inl_counter("rma_inline_served");
         CHECK(served - served0 == INL_COUNT, "rma_inline_served %lld -> %lld, expected +%d",
               served0, served, INL_COUNT);
@@ -372,6 +376,21 @@ static uint8_t dr_new(size_t j) {
     return (uint8_t)~srv_pat(j);
 }
 
+/*
+ * Server: unregister both windows; across hosts no key of them is left
+ * once scif_unregister() returned (rma_keys 0).
+ */
+static int srv_unreg_keys(const struct peer_ctx *c, int epd) {
+    long long keys;
+
+    CHECK_OK(scif_unregister(epd, WIN_OFF, 2 * HALF));
+    if (c->remote) {
+        keys = inl_counter("rma_keys");
+        CHECK(keys == 0, "rma_keys %lld once scif_unregister() returned, expected 0", keys);
+    }
+    return KSFT_PASS;
+}
+
 static int srv_direct(struct peer_ctx *c) {
     uint8_t *buf = srv_buf();
     long long keys;
@@ -389,11 +408,7 @@ static int srv_direct(struct peer_ctx *c) {
         buf[j] = dr_new(j);
     CHECK(peer_tell(c, 1) == 0);
     CHECK(peer_hear(c, &v) == 0); /* it read the new bytes */
-    CHECK_OK(scif_unregister(epd, WIN_OFF, 2 * HALF));
-    if (c->remote) {
-        keys = inl_counter("rma_keys");
-        CHECK(keys == 0, "rma_keys %lld once scif_unregister() returned, expected 0", keys);
-    }
+    CHECK(srv_unreg_keys(c, epd) == KSFT_PASS);
     CHECK(peer_tell(c, 2) == 0);
     CHECK(peer_hear(c, &v) == 0); /* its reads failed */
     CHECK_OK(scif_close(epd));
@@ -859,6 +874,125 @@ static int direct_cli(struct peer_ctx *c) {
         CHECK(inl_counter("rma_direct_reads") == d1, "a direct read after the unregistration");
     }
     CHECK_OK(scif_unregister(epd, 0, 2 << 20));
+    CHECK(peer_tell(c, 1) == 0);
+    CHECK_OK(scif_close(epd));
+    free(lw);
+    free(u);
+    return KSFT_PASS;
+}
+
+/*
+ * The direct write behaviour (scif_rdma: once the owner served a write of
+ * a writable window, it gives the writer a key for that chunk that
+ * allows writes, and the writer's later calls there are RDMA WRITEs).
+ * The client writes DW_N pieces back to back from DW_AT (the first
+ * inline, which brings the key; then small ones synchronous, ordered and
+ * asynchronous, and DR_MID bytes), by writeto from a local window and
+ * vwriteto from unaligned memory, every byte checked by the server; a
+ * read of the read-only second window brings a key that allows no write,
+ * so a write there is still EACCES.  Across hosts the client's
+ * rma_direct_writes grows by exactly the pieces after the first, and
+ * rma_regs not at all (small ones through a bounce buffer, large ones by
+ * the local DMA key).  Once the server unregistered (rma_keys 0 when
+ * scif_unregister() returned), writes there are ENXIO and change no byte.
+ */
+#define DW_AT ((size_t)(3 << 20) + 4093)
+#define DW_SRC 5 /* the source of window byte DW_AT + k is the client's byte DW_SRC + k */
+#define DW_N 6
+
+static const struct {
+    size_t len;
+    int how; /* 0 vwriteto, 1 writeto */
+    int flags;
+} dw[DW_N] = {
+    {8, 1, SCIF_RMA_SYNC},
+    {8, 0, SCIF_RMA_SYNC},
+    {100, 1, SCIF_RMA_SYNC | SCIF_RMA_ORDERED},
+    {4096 + 3, 0, SCIF_RMA_ORDERED},
+    {1000, 1, 0},
+    {DR_MID, 0, SCIF_RMA_SYNC},
+};
+
+static int srv_direct_write(struct peer_ctx *c) {
+    uint8_t *buf = srv_buf();
+    int64_t exp[3];
+    int epd, v;
+
+    epd = srv_open(c, buf, 1);
+    CHECK(epd >= 0, "accept, the windows, their offset");
+    CHECK(recv_all(epd, exp, sizeof(exp)) == 0, "the client's expectation");
+    CHECK(srv_check(buf, exp) == KSFT_PASS);
+    CHECK(srv_unreg_keys(c, epd) == KSFT_PASS);
+    CHECK(peer_tell(c, 1) == 0);
+    CHECK(peer_hear(c, &v) == 0); /* its writes failed */
+    CHECK(srv_check(buf, exp) == KSFT_PASS, "a write after the unregistration landed");
+    CHECK_OK(scif_close(epd));
+    free(buf);
+    return KSFT_PASS;
+}
+
+/* The client's rma_direct_writes across hosts (0 for an emulated peer). */
+static long long dw_count(const struct peer_ctx *c) {
+    return c->remote ? inl_counter("rma_direct_writes") : 0;
+}
+
+static int direct_write_cli(struct peer_ctx *c) {
+    size_t at = 0, i, lwlen = 1 << 17;
+    long long d0 = 0, d1, g0 = 0, g1;
+    uint8_t *u = malloc(lwlen), *lw;
+    int64_t exp[3];
+    off_t roff;
+    int epd, v, k;
+
+    CHECK(u, "alloc");
+    for (i = 0; i < lwlen; i++)
+        u[i] = cli_pat(i);
+    epd = cli_setup(c, &roff);
+    CHECK(epd >= 0, "connect");
+    CHECK(local_window(epd, 0, lwlen, &lw) == 0, "local window");
+    for (k = 0; k < DW_N; k++) {
+        off_t to = roff + (off_t)(DW_AT + at);
+
+        if (dw[k].how)
+            CHECK_OK(scif_writeto(epd, (off_t)(DW_SRC + at), dw[k].len, to, dw[k].flags));
+        else
+            CHECK_OK(scif_vwriteto(epd, u + DW_SRC + at, dw[k].len, to, dw[k].flags));
+        if (!(dw[k].flags & SCIF_RMA_SYNC))
+            CHECK_OK(fence_all(epd));
+        at += dw[k].len;
+        if (k == 0 && c->remote) {
+            /* the first was inline; the owner's key came before its answer */
+            d0 = dw_count(c);
+            g0 = inl_counter("rma_regs");
+            CHECK(d0 >= 0 && g0 >= 0, "no " INL_SYSFS "rma_direct_writes or rma_regs");
+        }
+    }
+    d1 = dw_count(c);
+    g1 = c->remote ? inl_counter("rma_regs") : 0;
+    if (c->remote) {
+        CHECK(d1 - d0 == DW_N - 1,
+              "rma_direct_writes %lld -> %lld after %d writes inside a key, "
+              "expected +%d",
+              d0, d1, DW_N - 1, DW_N - 1);
+        CHECK(g1 == g0, "writes inside a key: rma_regs %lld -> %lld, expected no registration", g0,
+              g1);
+    }
+    /* a read key of the read-only window allows no write */
+    CHECK_OK(scif_readfrom(epd, 0, 8, roff + DR_RO, SCIF_RMA_SYNC));
+    CHECK_OK(scif_readfrom(epd, 0, 8, roff + DR_RO, SCIF_RMA_SYNC));
+    CHECK_ERR(scif_vwriteto(epd, u, 8, roff + DR_RO, SCIF_RMA_SYNC), EACCES);
+    CHECK_ERR(scif_writeto(epd, 0, DR_MID, roff + DR_RO, SCIF_RMA_SYNC), EACCES);
+    CHECK(dw_count(c) == d1, "a direct write into the read-only window");
+    exp[0] = (int64_t)DW_AT;
+    exp[1] = (int64_t)(DW_AT + at);
+    exp[2] = (int64_t)DW_SRC - (int64_t)DW_AT;
+    CHECK(send_all(epd, exp, sizeof(exp)) == 0, "send the expectation");
+    CHECK(peer_hear(c, &v) == 0); /* unregistered */
+    CHECK_ERR(scif_vwriteto(epd, u, 8, roff + DW_AT, SCIF_RMA_SYNC), ENXIO);
+    CHECK_ERR(scif_writeto(epd, 0, 100, roff + DW_AT + 8, SCIF_RMA_SYNC), ENXIO);
+    CHECK_ERR(scif_vwriteto(epd, u, DR_MID, roff + DW_AT, SCIF_RMA_SYNC), ENXIO);
+    CHECK(dw_count(c) == d1, "a direct write after the unregistration");
+    CHECK_OK(scif_unregister(epd, 0, lwlen));
     CHECK(peer_tell(c, 1) == 0);
     CHECK_OK(scif_close(epd));
     free(lw);
@@ -1480,6 +1614,9 @@ static const struct peer_test tests[] = {
     {"peer rma: reads by read key after the first, small and large, live data, ENXIO once "
      "unregistered",
      srv_direct, direct_cli, 300, 0},
+    {"peer rma: writes by write key after the first, small, ordered and large, none into a "
+     "read-only window, ENXIO once unregistered",
+     srv_direct_write, direct_write_cli, 300, 0},
     {"peer rma: small calls poll for their completion (poll_us); 0 sleeps at once", srv_plain,
      poll_cli, 300, 0},
     {"peer rma: fence mark/wait over asynchronous transfers; across hosts several at once",
