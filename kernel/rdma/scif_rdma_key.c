@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * scif_rdma: direct reads and writes (scif_rdma.h steps 23-25,
- * docs/transport.md "Direct reads").
+ * docs/transport.md "Direct reads and writes").
  *
  * A read or write across hosts is otherwise a request and its answer: two
  * SENDs in a row, with an RDMA WRITE or READ by the owner between them
@@ -15,15 +15,15 @@
  * between the caller's pages and the window for a larger one;
  * scif_rdma_rma.c), served by the owner's device alone, as perftest's
  * are.
- * The owner revokes a key before the window's unregistration (or its
- * endpoint's close) returns: REVOKE, the reader answers once its reads
- * with that key completed, and only then is the MR invalidated and the
- * window let go.  A reader that does not answer within
- * SRD_KEY_REVOKE_WAIT loses the key anyway (its next read with it then
+ * The owner revokes a key before the window's unregistration returns
+ * (its endpoint's close revokes without waiting): REVOKE, the peer
+ * answers once its RDMAs with that key completed, and only then is the MR
+ * invalidated and the window let go.  A peer that does not answer within
+ * SRD_KEY_REVOKE_WAIT loses the key anyway (its next RDMA with it then
  * fails with a remote access error, which resets the link).
  *
  * Owner side: struct srd_xkey, on srd_xkeys under srd_key_mutex.
- * Reader side: struct srd_rkey, in ka->keys_in under its xa_lock.
+ * Peer side: struct srd_rkey, in ka->keys_in under its xa_lock.
  * Order: srd_msg_mutex, srd_key_mutex, a peer's mutex, xa_lock.
  */
 
@@ -646,7 +646,7 @@ static int srd_direct_one(struct srd_ka *ka, enum ib_wr_opcode op, u64 dma,
  * all of it, through a bounce buffer (one SGE of the local DMA key: no
  * scatter list of the caller's pages to build and map for so few bytes):
  * one RDMA READ, then copied; or copied, then one RDMA WRITE, and with
- * @ordered the destination's last cache line in a second WRITE once the
+ * @ordered the source's last cache line in a second WRITE once the
  * first completed (SCIF_RMA_ORDERED: its bytes land last).  -ENOENT if no
  * key covers it (the caller goes the other way), else 0 or the call's
  * errno (-ECONNRESET: the RDMA failed, and so did the link; -EINTR;

@@ -796,7 +796,7 @@ SRD_COUNTER_ATTR(rma_inline_sent, srd_rma_inline_sent);
 SRD_COUNTER_ATTR(rma_inline_served, srd_rma_inline_served);
 /* answers that came after their killed caller gave up (step 22) */
 SRD_COUNTER_ATTR(rma_late, srd_rma_late);
-/* direct reads (steps 23-25): done here, read keys of ours live */
+/* direct reads and writes (steps 23-25): done here, keys of ours live */
 SRD_COUNTER_ATTR(rma_direct_reads, srd_rma_direct_reads);
 SRD_COUNTER_ATTR(rma_direct_writes, srd_rma_direct_writes);
 SRD_COUNTER_ATTR(rma_keys, srd_keys_live);

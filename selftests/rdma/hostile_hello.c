@@ -942,7 +942,7 @@ static int key_rdma(struct rdma_cm_id *id, struct ibv_mr *dmr, uint64_t iova, ui
  * -V PORT: connect to PORT on the listener's host as connection 7 (from
  * port 11; "selftests/rdma/scif_nodes unreg", a window at BADKEY_ROFF)
  * and be a reader that never answers a revocation (steps 23-24).  An
- * inline read of 8 bytes there brings a read key before its answer
+ * inline read of 8 bytes there brings a key before its answer
  * ("rma revoke key 1") that gives reads and writes, the window being
  * writable ("rma revoke key access 2", version 5), with which an RDMA READ
  * of 8 bytes reads the window's bytes ("rma revoke key read status 0
