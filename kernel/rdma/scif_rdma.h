@@ -530,7 +530,11 @@ struct srd_ka {
 	 * rma_tombs of them, at most SRD_RMA_TOMBS) under its xa_lock;
 	 * rma_nreq (our requests outstanding, at most SCIF_RDMA_RMA_REQS:
 	 * taken in a wait condition, so no lock) and rma_jobs (the peer's
-	 * requests being served) atomic.
+	 * requests being served) atomic.  rma_wq is woken where a wait can
+	 * end: a request answered, an srd_rwr's last WR completed, rma_busy
+	 * below SCIF_RDMA_RMA_SQ or rma_nreq below SCIF_RDMA_RMA_REQS again
+	 * (a wait for room or a slot sleeps only at the limit), rma_users
+	 * at zero, dead set.
 	 */
 	struct ib_pd *pd;
 	unsigned int rma_pages;		/* pages per MR, 0: no RMA */

@@ -176,6 +176,7 @@ static void srd_rwr_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct srd_rwr *r = container_of(wc->wr_cqe, struct srd_rwr, cqe);
 	struct srd_ka *ka = r->ka;
+	int busy, left;
 
 	if (wc->status != IB_WC_SUCCESS) {
 		if (!r->status)
@@ -185,15 +186,24 @@ static void srd_rwr_done(struct ib_cq *cq, struct ib_wc *wc)
 			queue_work(srd_wq, &ka->sent_work);
 		}
 	}
-	atomic_dec(&ka->rma_busy);
+	busy = atomic_dec_return(&ka->rma_busy);
 	/*
 	 * The last touch of @r, after its status: its owner reads pending
 	 * without a lock (srd_rwr_idle(), polled or woken by any wake-up of
 	 * rma_wq) and, at 0, returns, and @r (on its stack) goes.  @ka stays
 	 * until the CQ is freed.
 	 */
-	atomic_dec_return_release(&r->pending);
-	wake_up_all(&ka->rma_wq);
+	left = atomic_dec_return_release(&r->pending);
+	/*
+	 * Only what a completion can end is woken: @r's owner once its last
+	 * WR is done, a poster waiting for room (srd_rwr_post()) once the
+	 * send queue's RMA budget is no longer full.  Not at every WR: with
+	 * several transfers out, each of their callers would wake at every
+	 * completion of another's, to sleep again, on the CPU the device's
+	 * own work needs (Soft-RoCE's).
+	 */
+	if (!left || busy == SCIF_RDMA_RMA_SQ - 1)
+		wake_up_all(&ka->rma_wq);
 }
 
 static bool srd_rwr_idle(const struct srd_rwr *r)
@@ -828,8 +838,9 @@ static bool srd_req_tryslot(struct srd_ka *ka)
 
 static void srd_req_unslot(struct srd_ka *ka)
 {
-	atomic_dec(&ka->rma_nreq);
-	wake_up_all(&ka->rma_wq);
+	/* only a wait for a slot ends here, and only when all were taken */
+	if (atomic_dec_return(&ka->rma_nreq) == SCIF_RDMA_RMA_REQS - 1)
+		wake_up_all(&ka->rma_wq);
 }
 
 /*
