@@ -230,7 +230,7 @@ static DAT_RETURN sp_make(Ia *ia, bool any, DAT_CONN_QUAL qual, DAT_EVD_HANDLE e
     if (flags != DAT_PSP_CONSUMER_FLAG && flags != DAT_PSP_PROVIDER_FLAG)
         return dat_err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG4);
     auto sp = std::make_unique<Sp>();
-    uint16_t port;
+    uint16_t port = 0;
     DAT_RETURN r = sp_listen(any ? 0 : qual_to_port(qual), &sp->lep, &port);
     if (r != DAT_SUCCESS)
         return r;

@@ -8,6 +8,11 @@
 #   dapl/rdma_test       small consumer: RDMA write and read over SCIF (-ldat)
 #   dapl/interop_test    Debian's dapl2-utils: dtest, dtestcm, dtestsrq,
 #                        dapltest -T T -V and -T P, loopback and node 0 -> 1
+#   dapl/dapltest_race_test
+#                        the LD_PRELOAD shim every dapltest of the tests
+#                        runs with (dapl/dapltest_fix.c: dapltest's own
+#                        teardown race) closes that race; valgrind shows it
+#                        without the shim
 #
 # The programs run from the top build directory; they find the provider
 # through DAT_OVERRIDE=lib/dapl/dat.conf.build, which dapl/dapl_env sets
@@ -23,5 +28,12 @@ EXTRA_dapl_provider_test_DEPENDENCIES = $(top_builddir)/lib/dapl/libdat.so
 dapl_rdma_test_SOURCES = dapl/rdma_test.c dapl/dapl_env.h
 dapl_rdma_test_LDADD = lib/libscif_selftest.la $(DAPL_SELFTEST_LDADD)
 EXTRA_dapl_rdma_test_DEPENDENCIES = $(top_builddir)/lib/dapl/libdat.so
+# -rpath: a shared object (.libs/dapltest_fix.so) for LD_PRELOAD, not an
+# archive; never installed.
+noinst_LTLIBRARIES += dapl/dapltest_fix.la
+dapl_dapltest_fix_la_SOURCES = dapl/dapltest_fix.c
+dapl_dapltest_fix_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
+dapl_dapltest_fix_la_LIBADD = -ldl
+VM_SELFTESTS += dapl/dapltest_race_test
 endif
-dist_noinst_SCRIPTS += dapl/interop_test
+dist_noinst_SCRIPTS += dapl/interop_test dapl/dapltest_race_test
