@@ -2,7 +2,9 @@
 /*
  * dapl_dto.cpp - data transfer operations: sends are framed messages;
  * RDMA goes straight to the peer's registered windows with the SCIF RMA
- * calls, so the peer's CPU is not involved.  Posting, I/O vector checks and
+ * calls (from the local LMR's own window when it has one on the
+ * connection: nothing pinned per call), so the peer's CPU is not
+ * involved.  Posting, I/O vector checks and
  * completions.
  */
 #include "dapl_scif.h"
@@ -11,6 +13,8 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+
+#include <unistd.h>
 
 namespace daplscif {
 
@@ -237,6 +241,37 @@ static DAT_DTO_COMPLETION_STATUS rma_status(int e) {
     }
 }
 
+/*
+ * The local windows of an RDMA DTO's I/O vector on c (mu), one entry per
+ * segment of check_local_iov: the SCIF offset of the segment in the window
+ * its LMR has on c (mr_register), or -1 when it has none whose protection
+ * allows the transfer (an RDMA read writes the window: SCIF_PROT_WRITE,
+ * from DAT_MEM_PRIV_REMOTE_WRITE; a write reads it: SCIF_PROT_READ).  A
+ * segment with a window moves by scif_readfrom/scif_writeto between the
+ * two windows, as a verbs RDMA between two MRs; one without pins its
+ * pages for the call (scif_vreadfrom/scif_vwriteto).
+ */
+static void local_windows(Ia *ia, const Conn &c, DAT_COUNT n, const DAT_LMR_TRIPLET *iov,
+                          bool is_read, std::vector<int64_t> *loffs) {
+    const uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+    const DAT_MEM_PRIV_FLAGS need =
+        is_read ? DAT_MEM_PRIV_REMOTE_WRITE_FLAG : DAT_MEM_PRIV_REMOTE_READ_FLAG;
+    loffs->clear();
+    for (DAT_COUNT i = 0; i < n; i++) {
+        const DAT_LMR_TRIPLET &t = iov[i];
+        if (!t.segment_length)
+            continue; /* as check_iov_pz: no segment */
+        int64_t off = -1;
+        auto l = ia->lmrs.find(t.lmr_context);
+        auto w = c.wins.find(t.lmr_context);
+        if (l != ia->lmrs.end() && w != c.wins.end() && (l->second->priv & need)) {
+            uint64_t base = l->second->va & ~(pg - 1);
+            off = w->second.off + (int64_t)(t.virtual_address - base);
+        }
+        loffs->push_back(off);
+    }
+}
+
 static DAT_RETURN post_rdma(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
                             DAT_DTO_COOKIE cookie, const DAT_RMR_TRIPLET *rt,
                             DAT_COMPLETION_FLAGS flags, bool is_read) {
@@ -250,6 +285,7 @@ static DAT_RETURN post_rdma(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
     Ia *ia = ep->ia;
     const DAT_DTOS op = is_read ? DAT_DTO_RDMA_READ : DAT_DTO_RDMA_WRITE;
     std::vector<Seg> segs;
+    std::vector<int64_t> loffs;
     std::shared_ptr<Conn> c;
     uint64_t len;
     int64_t roff;
@@ -299,6 +335,7 @@ static DAT_RETURN post_rdma(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
             return dat_err(DAT_INSUFFICIENT_RESOURCES);
         ep->req_credit->fetch_add(1);
         c->dtos++;
+        local_windows(ia, *c, n, iov, is_read, &loffs);
         /*
          * The window offset comes from the peer: one whose transfer
          * would end past INT64_MAX is no window (the transfer gets a
@@ -315,10 +352,18 @@ static DAT_RETURN post_rdma(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
         std::vector<Piece> plan;
         iov_plan(segs, len, &plan);
         std::lock_guard<std::mutex> opl(c->op_mu);
+        const ScifOps &o = scif_ops();
         for (const Piece &p : plan) {
-            void *addr = reinterpret_cast<void *>(segs[p.seg].va + p.off);
-            int r = is_read ? scif_ops().vreadfrom(c->epd(), addr, p.len, roff, SCIF_RMA_SYNC)
-                            : scif_ops().vwriteto(c->epd(), addr, p.len, roff, SCIF_RMA_SYNC);
+            int r;
+            if (loffs[p.seg] >= 0) {
+                off_t loff = loffs[p.seg] + (off_t)p.off;
+                r = is_read ? o.readfrom(c->epd(), loff, p.len, roff, SCIF_RMA_SYNC)
+                            : o.writeto(c->epd(), loff, p.len, roff, SCIF_RMA_SYNC);
+            } else {
+                void *addr = reinterpret_cast<void *>(segs[p.seg].va + p.off);
+                r = is_read ? o.vreadfrom(c->epd(), addr, p.len, roff, SCIF_RMA_SYNC)
+                            : o.vwriteto(c->epd(), addr, p.len, roff, SCIF_RMA_SYNC);
+            }
             if (r < 0) {
                 st = rma_status(errno);
                 break;

@@ -24,6 +24,8 @@ static const ScifOps libscif_ops = {
     .unreg = scif_unregister,
     .vreadfrom = scif_vreadfrom,
     .vwriteto = scif_vwriteto,
+    .readfrom = scif_readfrom,
+    .writeto = scif_writeto,
     .get_nodeIDs = scif_get_nodeIDs,
     .get_fd = scif_get_fd,
 };

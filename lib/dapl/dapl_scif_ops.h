@@ -31,6 +31,8 @@ struct ScifOps {
     int (*unreg)(scif_epd_t epd, off_t offset, size_t len);
     int (*vreadfrom)(scif_epd_t epd, void *addr, size_t len, off_t roffset, int rma_flags);
     int (*vwriteto)(scif_epd_t epd, void *addr, size_t len, off_t roffset, int rma_flags);
+    int (*readfrom)(scif_epd_t epd, off_t loffset, size_t len, off_t roffset, int rma_flags);
+    int (*writeto)(scif_epd_t epd, off_t loffset, size_t len, off_t roffset, int rma_flags);
     int (*get_nodeIDs)(uint16_t *nodes, int len, uint16_t *self);
     int (*get_fd)(scif_epd_t epd);
 };

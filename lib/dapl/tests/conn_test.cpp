@@ -3,7 +3,9 @@
  * conn_test.cpp - the provider's connection paths on a fake SCIF
  * (fake_scif.h): the test plays the peer by hand with the wire protocol,
  * so partial messages, accept, reject and a lost peer are checked without
- * a kernel.  Waits are bounded (kWait); nothing asserts on time.
+ * a kernel; and which SCIF RMA call an RDMA DTO on an accepted connection
+ * makes (RdmaPathTest).  Waits are bounded (kWait); nothing asserts on
+ * time.
  */
 #include "dapl_provider.h"
 #include "dapl_scif.h"
@@ -125,9 +127,12 @@ void settle(DAT_IA_HANDLE h) {
 
 class ConnTest : public ::testing::Test {
   protected:
+    /* The provider's SCIF calls, installed before the IA opens. */
+    virtual const ScifOps &table() { return provider_ops(); }
+
     void SetUp() override {
         send_hook = nullptr;
-        set_scif_ops(&provider_ops());
+        set_scif_ops(&table());
         std::memset(&info_, 0, sizeof(info_));
         std::strcpy(info_.ia_name, "ofa-v2-scif");
         info_.dapl_version_major = 2;
@@ -384,6 +389,213 @@ TEST_F(DtoThenLossTest, SendAfterThePeersDisconnectIsFlushed) {
     MsgHdr h;
     std::vector<uint8_t> body;
     EXPECT_FALSE(peer_recv_now(peer_, &h, &body)) << "the second send went out";
+}
+
+/*
+ * RDMA DTOs: the fake's registration hands out window offsets and its RMA
+ * calls are recorded (and move nothing), so a test sees which call an
+ * RDMA read or write makes and with which offsets.  The provider makes
+ * them on the posting thread, the test's.
+ */
+struct RmaCall {
+    char kind;      /* 'r' readfrom, 'w' writeto, 'R' vreadfrom, 'W' vwriteto */
+    uint64_t local; /* the local window offset, or the address */
+    size_t len;
+    off_t roff;
+    bool operator==(const RmaCall &o) const {
+        return kind == o.kind && local == o.local && len == o.len && roff == o.roff;
+    }
+};
+
+std::ostream &operator<<(std::ostream &os, const RmaCall &c) {
+    return os << c.kind << "(0x" << std::hex << c.local << ", " << std::dec << c.len << ", 0x"
+              << std::hex << c.roff << std::dec << ")";
+}
+
+struct RegCall {
+    uint64_t addr;
+    size_t len;
+    int prot;
+};
+
+std::vector<RmaCall> rma_calls;
+std::vector<RegCall> reg_calls;
+constexpr off_t kWinStep = 1 << 24; /* window offsets the fake hands out */
+
+off_t rec_reg(scif_epd_t, void *addr, size_t len, off_t, int prot, int) {
+    reg_calls.push_back({reinterpret_cast<uint64_t>(addr), len, prot});
+    return kWinStep * (off_t)reg_calls.size();
+}
+int rec_unreg(scif_epd_t, off_t, size_t) {
+    return 0;
+}
+int rec_vreadfrom(scif_epd_t, void *addr, size_t len, off_t roff, int) {
+    rma_calls.push_back({'R', reinterpret_cast<uint64_t>(addr), len, roff});
+    return 0;
+}
+int rec_vwriteto(scif_epd_t, void *addr, size_t len, off_t roff, int) {
+    rma_calls.push_back({'W', reinterpret_cast<uint64_t>(addr), len, roff});
+    return 0;
+}
+int rec_readfrom(scif_epd_t, off_t loff, size_t len, off_t roff, int) {
+    rma_calls.push_back({'r', (uint64_t)loff, len, roff});
+    return 0;
+}
+int rec_writeto(scif_epd_t, off_t loff, size_t len, off_t roff, int) {
+    rma_calls.push_back({'w', (uint64_t)loff, len, roff});
+    return 0;
+}
+
+class RdmaPathTest : public ConnTest {
+  protected:
+    const ScifOps &table() override {
+        static const ScifOps ops = [] {
+            ScifOps o = provider_ops();
+            o.reg = rec_reg;
+            o.unreg = rec_unreg;
+            o.vreadfrom = rec_vreadfrom;
+            o.vwriteto = rec_vwriteto;
+            o.readfrom = rec_readfrom;
+            o.writeto = rec_writeto;
+            return o;
+        }();
+        return ops;
+    }
+
+    void SetUp() override {
+        rma_calls.clear();
+        reg_calls.clear();
+        ConnTest::SetUp();
+    }
+
+    /* An LMR over [buf_ + off, + len) with priv: its context. */
+    DAT_LMR_CONTEXT lmr(size_t off, DAT_VLEN len, DAT_MEM_PRIV_FLAGS priv) {
+        DAT_REGION_DESCRIPTION r;
+        r.for_va = buf_ + off;
+        DAT_LMR_HANDLE h;
+        DAT_LMR_CONTEXT lc = 0;
+        DAT_RMR_CONTEXT rc;
+        DAT_VLEN rl;
+        DAT_VADDR ra;
+        EXPECT_EQ(lmr_create(ia_, DAT_MEM_TYPE_VIRTUAL, r, len, pz_, priv, DAT_VA_TYPE_VA, &h, &lc,
+                             &rc, &rl, &ra),
+                  DAT_SUCCESS);
+        return lc;
+    }
+
+    /* The peer requests, offering kPeerCtx; ep_ accepts: connected. */
+    void accept_peer() {
+        peer_connects();
+        MrInfo m{};
+        m.ctx = kPeerCtx;
+        m.priv = DAT_MEM_PRIV_REMOTE_READ_FLAG | DAT_MEM_PRIV_REMOTE_WRITE_FLAG;
+        m.va = kPeerVa;
+        m.len = 1 << 20;
+        m.win = kPeerWin;
+        m.same_pz = 1;
+        std::vector<uint8_t> req = frame(MSG_CONN_REQ, conn_body(kQual, nullptr, 0, {m}));
+        peer_send(peer_, req.data(), req.size());
+        DAT_CR_HANDLE cr;
+        expect_cr(&cr);
+        ASSERT_EQ(cr_accept(cr, ep_, 0, nullptr), DAT_SUCCESS);
+        MsgHdr h;
+        std::vector<uint8_t> body;
+        ASSERT_TRUE(peer_recv(peer_, &h, &body));
+        ASSERT_EQ(h.type, MSG_CONN_ACCEPT);
+        ASSERT_EQ(next_conn_event(), DAT_CONNECTION_EVENT_ESTABLISHED);
+    }
+
+    /* Post an RDMA read or write of iov against the peer's region at +roff; its status. */
+    DAT_DTO_COMPLETION_STATUS rdma(bool read, std::vector<DAT_LMR_TRIPLET> iov, uint64_t roff,
+                                   DAT_VLEN len) {
+        DAT_RMR_TRIPLET rt{kPeerVa + roff, (DAT_SEG_LENGTH)len, kPeerCtx};
+        DAT_DTO_COOKIE c{.as_64 = 9};
+        DAT_RETURN r = read ? ep_post_rdma_read(ep_, (DAT_COUNT)iov.size(), iov.data(), c, &rt,
+                                                DAT_COMPLETION_DEFAULT_FLAG)
+                            : ep_post_rdma_write(ep_, (DAT_COUNT)iov.size(), iov.data(), c, &rt,
+                                                 DAT_COMPLETION_DEFAULT_FLAG);
+        EXPECT_EQ(r, DAT_SUCCESS);
+        DAT_EVENT ev;
+        DAT_COUNT nmore;
+        if (evd_wait(dto_evd_, kWait, 1, &ev, &nmore) != DAT_SUCCESS ||
+            ev.event_number != DAT_DTO_COMPLETION_EVENT)
+            return DAT_DTO_FAILURE;
+        EXPECT_EQ(ev.event_data.dto_completion_event_data.user_cookie.as_64, 9u);
+        return ev.event_data.dto_completion_event_data.status;
+    }
+
+    uint64_t va(size_t off) { return reinterpret_cast<uint64_t>(buf_ + off); }
+    DAT_LMR_TRIPLET t(DAT_LMR_CONTEXT l, size_t off, DAT_SEG_LENGTH len) {
+        return {va(off), len, l};
+    }
+
+    static constexpr uint32_t kPeerCtx = 7;
+    static constexpr uint64_t kPeerVa = 0x5000000;
+    static constexpr int64_t kPeerWin = 0x200000;
+    alignas(4096) uint8_t buf_[4 * 4096];
+};
+
+/*
+ * An LMR the peer may write (every dapltest buffer): registered as a
+ * window when the connection is accepted; an RDMA read into it is a
+ * scif_readfrom between that window and the peer's, nothing pinned for
+ * the call.
+ */
+TEST_F(RdmaPathTest, ReadIntoAnLmrWithAWindowIsReadfrom) {
+    DAT_LMR_CONTEXT l = lmr(100, 8192, DAT_MEM_PRIV_ALL_FLAG);
+    accept_peer();
+    ASSERT_EQ(reg_calls.size(), 1u);
+    EXPECT_EQ(reg_calls[0].addr, va(0));
+    EXPECT_EQ(reg_calls[0].len, 3 * 4096u);
+    EXPECT_EQ(reg_calls[0].prot, SCIF_PROT_READ | SCIF_PROT_WRITE);
+    EXPECT_EQ(rdma(true, {t(l, 150, 1000)}, 64, 1000), DAT_DTO_SUCCESS);
+    std::vector<RmaCall> want{{'r', kWinStep + 150, 1000, kPeerWin + 64}};
+    EXPECT_EQ(rma_calls, want);
+}
+
+TEST_F(RdmaPathTest, WriteFromAnLmrWithAWindowIsWriteto) {
+    DAT_LMR_CONTEXT l = lmr(0, 4096, DAT_MEM_PRIV_ALL_FLAG);
+    accept_peer();
+    EXPECT_EQ(rdma(false, {t(l, 8, 100)}, 4096, 100), DAT_DTO_SUCCESS);
+    std::vector<RmaCall> want{{'w', kWinStep + 8, 100, kPeerWin + 4096}};
+    EXPECT_EQ(rma_calls, want);
+}
+
+/*
+ * An LMR with no remote privileges has no window; one the peer may only
+ * read has a read-only window, which an RDMA read cannot write into:
+ * both move by the calls that pin the local pages.
+ */
+TEST_F(RdmaPathTest, NoWindowOrTheWrongProtectionPinsInstead) {
+    DAT_LMR_CONTEXT local =
+        lmr(0, 4096,
+            (DAT_MEM_PRIV_FLAGS)(DAT_MEM_PRIV_LOCAL_READ_FLAG | DAT_MEM_PRIV_LOCAL_WRITE_FLAG));
+    DAT_LMR_CONTEXT ro =
+        lmr(8192, 4096,
+            (DAT_MEM_PRIV_FLAGS)(DAT_MEM_PRIV_LOCAL_WRITE_FLAG | DAT_MEM_PRIV_REMOTE_READ_FLAG));
+    accept_peer();
+    ASSERT_EQ(reg_calls.size(), 1u) << "a window for the LMR without remote privileges";
+    EXPECT_EQ(reg_calls[0].prot, SCIF_PROT_READ);
+    EXPECT_EQ(rdma(true, {t(local, 0, 512)}, 0, 512), DAT_DTO_SUCCESS);
+    EXPECT_EQ(rdma(true, {t(ro, 8192, 512)}, 512, 512), DAT_DTO_SUCCESS);
+    EXPECT_EQ(rdma(false, {t(ro, 8192, 256)}, 1024, 256), DAT_DTO_SUCCESS);
+    std::vector<RmaCall> want{{'R', va(0), 512, kPeerWin},
+                              {'R', va(8192), 512, kPeerWin + 512},
+                              {'w', kWinStep, 256, kPeerWin + 1024}};
+    EXPECT_EQ(rma_calls, want);
+}
+
+/* Each segment of an I/O vector by its own LMR's means, the remote offset running on. */
+TEST_F(RdmaPathTest, SegmentsOfAVectorEachByTheirLmr) {
+    DAT_LMR_CONTEXT win = lmr(0, 4096, DAT_MEM_PRIV_ALL_FLAG);
+    DAT_LMR_CONTEXT local = lmr(8192, 4096, DAT_MEM_PRIV_LOCAL_WRITE_FLAG);
+    accept_peer();
+    EXPECT_EQ(rdma(true, {t(win, 16, 300), t(local, 8192, 200), t(win, 1024, 100)}, 0, 600),
+              DAT_DTO_SUCCESS);
+    std::vector<RmaCall> want{{'r', kWinStep + 16, 300, kPeerWin},
+                              {'R', va(8192), 200, kPeerWin + 300},
+                              {'r', kWinStep + 1024, 100, kPeerWin + 500}};
+    EXPECT_EQ(rma_calls, want);
 }
 
 /* Active side: CONN_REQ carries the qualifier and private data; REJECT ends it. */

@@ -202,6 +202,11 @@ int f_rma(scif_epd_t, void *, size_t, off_t, int) {
     return -1;
 }
 
+int f_rma_win(scif_epd_t, off_t, size_t, off_t, int) {
+    errno = ENOSYS;
+    return -1;
+}
+
 int f_nodes(uint16_t *nodes, int len, uint16_t *self) {
     if (len > 0)
         nodes[0] = 0;
@@ -220,9 +225,9 @@ int f_get_fd(scif_epd_t epd) {
 } /* namespace */
 
 const daplscif::ScifOps &ops() {
-    static const daplscif::ScifOps t = {f_open,   f_close, f_bind,  f_listen, f_connect,
-                                        f_accept, f_send,  f_recv,  f_reg,    f_unreg,
-                                        f_rma,    f_rma,   f_nodes, f_get_fd};
+    static const daplscif::ScifOps t = {
+        f_open, f_close, f_bind, f_listen, f_connect, f_accept,  f_send,  f_recv,
+        f_reg,  f_unreg, f_rma,  f_rma,    f_rma_win, f_rma_win, f_nodes, f_get_fd};
     return t;
 }
 
