@@ -176,12 +176,21 @@ class ConnTest : public ::testing::Test {
         *cr = ev.event_data.cr_arrival_event_data.cr_handle;
     }
 
-    /* The peer connects and sends a whole CONN_REQ: the CR in *cr. */
-    void peer_requests(DAT_CR_HANDLE *cr) {
+    /* The peer connects and sends a whole CONN_REQ offering mrs: the CR in *cr. */
+    void peer_requests(DAT_CR_HANDLE *cr, const std::vector<MrInfo> &mrs = {}) {
         peer_connects();
-        std::vector<uint8_t> req = frame(MSG_CONN_REQ, conn_body(kQual, nullptr, 0, {}));
+        std::vector<uint8_t> req = frame(MSG_CONN_REQ, conn_body(kQual, nullptr, 0, mrs));
         peer_send(peer_, req.data(), req.size());
         expect_cr(cr);
+    }
+
+    /* Accept cr with ep; the peer reads the ACCEPT. */
+    void accept_with(DAT_CR_HANDLE cr, DAT_EP_HANDLE ep) {
+        ASSERT_EQ(cr_accept(cr, ep, 0, nullptr), DAT_SUCCESS);
+        MsgHdr h;
+        std::vector<uint8_t> body;
+        ASSERT_TRUE(peer_recv(peer_, &h, &body));
+        ASSERT_EQ(h.type, MSG_CONN_ACCEPT);
     }
 
     DAT_EVENT_NUMBER next_conn_event() {
@@ -311,11 +320,7 @@ class DtoThenLossTest : public ConnTest {
         ASSERT_EQ(ep_create(ia_, pz_, both_, both_, both_, nullptr, &ep2_), DAT_SUCCESS);
         DAT_CR_HANDLE cr;
         peer_requests(&cr);
-        ASSERT_EQ(cr_accept(cr, ep2_, 0, nullptr), DAT_SUCCESS);
-        MsgHdr h;
-        std::vector<uint8_t> body;
-        ASSERT_TRUE(peer_recv(peer_, &h, &body));
-        ASSERT_EQ(h.type, MSG_CONN_ACCEPT);
+        accept_with(cr, ep2_);
         ASSERT_EQ(next_event().event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
     }
 
@@ -485,7 +490,6 @@ class RdmaPathTest : public ConnTest {
 
     /* The peer requests, offering kPeerCtx; ep_ accepts: connected. */
     void accept_peer() {
-        peer_connects();
         MrInfo m{};
         m.ctx = kPeerCtx;
         m.priv = DAT_MEM_PRIV_REMOTE_READ_FLAG | DAT_MEM_PRIV_REMOTE_WRITE_FLAG;
@@ -493,15 +497,9 @@ class RdmaPathTest : public ConnTest {
         m.len = 1 << 20;
         m.win = kPeerWin;
         m.same_pz = 1;
-        std::vector<uint8_t> req = frame(MSG_CONN_REQ, conn_body(kQual, nullptr, 0, {m}));
-        peer_send(peer_, req.data(), req.size());
         DAT_CR_HANDLE cr;
-        expect_cr(&cr);
-        ASSERT_EQ(cr_accept(cr, ep_, 0, nullptr), DAT_SUCCESS);
-        MsgHdr h;
-        std::vector<uint8_t> body;
-        ASSERT_TRUE(peer_recv(peer_, &h, &body));
-        ASSERT_EQ(h.type, MSG_CONN_ACCEPT);
+        peer_requests(&cr, {m});
+        accept_with(cr, ep_);
         ASSERT_EQ(next_conn_event(), DAT_CONNECTION_EVENT_ESTABLISHED);
     }
 
