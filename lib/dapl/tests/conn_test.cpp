@@ -11,8 +11,10 @@
 #include "dapl_scif.h"
 #include "fake_scif.h"
 
+#include <cerrno>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -425,6 +427,14 @@ struct RegCall {
 
 std::vector<RmaCall> rma_calls;
 std::vector<RegCall> reg_calls;
+int rma_errno; /* nonzero: every RMA call fails with it (after being recorded) */
+
+int rma_result() {
+    if (!rma_errno)
+        return 0;
+    errno = rma_errno;
+    return -1;
+}
 constexpr off_t kWinStep = 1 << 24; /* window offsets the fake hands out */
 
 off_t rec_reg(scif_epd_t, void *addr, size_t len, off_t, int prot, int) {
@@ -436,19 +446,19 @@ int rec_unreg(scif_epd_t, off_t, size_t) {
 }
 int rec_vreadfrom(scif_epd_t, void *addr, size_t len, off_t roff, int) {
     rma_calls.push_back({'R', reinterpret_cast<uint64_t>(addr), len, roff});
-    return 0;
+    return rma_result();
 }
 int rec_vwriteto(scif_epd_t, void *addr, size_t len, off_t roff, int) {
     rma_calls.push_back({'W', reinterpret_cast<uint64_t>(addr), len, roff});
-    return 0;
+    return rma_result();
 }
 int rec_readfrom(scif_epd_t, off_t loff, size_t len, off_t roff, int) {
     rma_calls.push_back({'r', (uint64_t)loff, len, roff});
-    return 0;
+    return rma_result();
 }
 int rec_writeto(scif_epd_t, off_t loff, size_t len, off_t roff, int) {
     rma_calls.push_back({'w', (uint64_t)loff, len, roff});
-    return 0;
+    return rma_result();
 }
 
 class RdmaPathTest : public ConnTest {
@@ -470,6 +480,7 @@ class RdmaPathTest : public ConnTest {
     void SetUp() override {
         rma_calls.clear();
         reg_calls.clear();
+        rma_errno = 0;
         ConnTest::SetUp();
     }
 
@@ -594,6 +605,35 @@ TEST_F(RdmaPathTest, SegmentsOfAVectorEachByTheirLmr) {
                               {'R', va(8192), 200, kPeerWin + 300},
                               {'r', kWinStep + 1024, 100, kPeerWin + 500}};
     EXPECT_EQ(rma_calls, want);
+}
+
+/*
+ * A failed RMA call completes the DTO with the status libdaplscif(7)
+ * gives for its errno, by either call: ECONNRESET, ENOTCONN flushed;
+ * EACCES, ENXIO a remote access error; EFAULT a local protection error;
+ * anything else a transport error.
+ */
+TEST_F(RdmaPathTest, AFailedCallCompletesWithItsStatus) {
+    DAT_LMR_CONTEXT win = lmr(0, 4096, DAT_MEM_PRIV_ALL_FLAG);
+    DAT_LMR_CONTEXT local = lmr(8192, 4096, DAT_MEM_PRIV_LOCAL_WRITE_FLAG);
+    accept_peer();
+    const struct {
+        int e;
+        DAT_DTO_COMPLETION_STATUS st;
+    } cases[] = {
+        {ECONNRESET, DAT_DTO_ERR_FLUSHED},      {ENOTCONN, DAT_DTO_ERR_FLUSHED},
+        {EACCES, DAT_DTO_ERR_REMOTE_ACCESS},    {ENXIO, DAT_DTO_ERR_REMOTE_ACCESS},
+        {EFAULT, DAT_DTO_ERR_LOCAL_PROTECTION}, {EIO, DAT_DTO_ERR_TRANSPORT},
+    };
+    for (const auto &k : cases) {
+        rma_errno = k.e;
+        EXPECT_EQ(rdma(true, {t(win, 0, 64)}, 0, 64), k.st) << "readfrom, errno " << k.e;
+        EXPECT_EQ(rdma(false, {t(win, 0, 64)}, 0, 64), k.st) << "writeto, errno " << k.e;
+        EXPECT_EQ(rdma(true, {t(local, 8192, 64)}, 0, 64), k.st) << "vreadfrom, errno " << k.e;
+    }
+    rma_errno = 0;
+    EXPECT_EQ(rdma(true, {t(win, 0, 64)}, 0, 64), DAT_DTO_SUCCESS) << "the EP after the failures";
+    EXPECT_EQ(rma_calls.size(), 3 * std::size(cases) + 1);
 }
 
 /* Active side: CONN_REQ carries the qualifier and private data; REJECT ends it. */
