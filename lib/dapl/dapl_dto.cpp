@@ -4,8 +4,8 @@
  * RDMA goes straight to the peer's registered windows with the SCIF RMA
  * calls (from the local LMR's own window when it has one on the
  * connection: nothing pinned per call), so the peer's CPU is not
- * involved.  Posting, I/O vector checks and
- * completions.
+ * involved.  Posting, I/O vector checks and completions; the RDMA
+ * workers that make the calls are in dapl_rdma.cpp.
  */
 #include "dapl_scif.h"
 #include "dapl_provider.h"
@@ -55,9 +55,8 @@ DAT_RETURN check_local_iov(Ep *ep, DAT_COUNT n, const DAT_LMR_TRIPLET *iov, DAT_
     return check_iov_pz(ep->ia, ep->pz, n, iov, need, segs);
 }
 
-/* Complete a request DTO (mu). */
-static void complete_req(Ep *ep, DAT_DTO_COOKIE cookie, DAT_DTO_COMPLETION_STATUS st, uint64_t len,
-                         DAT_DTOS op, DAT_COMPLETION_FLAGS flags, bool counted) {
+void complete_req(Ep *ep, DAT_DTO_COOKIE cookie, DAT_DTO_COMPLETION_STATUS st, uint64_t len,
+                  DAT_DTOS op, DAT_COMPLETION_FLAGS flags, bool counted) {
     Credit credit = counted ? ep->req_credit : nullptr;
     if (st == DAT_DTO_SUCCESS && (flags & DAT_COMPLETION_SUPPRESS_FLAG)) {
         if (credit)
@@ -114,6 +113,7 @@ DAT_RETURN DAT_API ep_post_send(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET *i
     Ia *ia = ep->ia;
     std::vector<Seg> segs;
     std::shared_ptr<Conn> c;
+    bool lost;
     {
         std::lock_guard<std::mutex> lk(ia->mu);
         if ((flags & DAT_COMPLETION_UNSIGNALLED_FLAG) &&
@@ -128,8 +128,12 @@ DAT_RETURN DAT_API ep_post_send(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET *i
             return r;
         if (iov_total(segs) > kMaxMessage)
             return dat_err(DAT_LENGTH_ERROR);
-        /* dead: lost, reported when the DTOs on their way finish */
-        if (ep->state == DAT_EP_STATE_DISCONNECTED || !ep->conn || ep->conn->dead) {
+        /*
+         * dead: lost, reported when the DTOs on their way finish; flushed
+         * at once, or after the RDMA DTOs still on their way (lost).
+         */
+        if (ep->state == DAT_EP_STATE_DISCONNECTED || !ep->conn ||
+            (ep->conn->dead && !rdma_busy(ia, ep->conn.get()))) {
             post_dto(ep, ep->req_evd, cookie, DAT_DTO_ERR_FLUSHED, 0, DAT_DTO_SEND, true);
             return DAT_SUCCESS;
         }
@@ -138,9 +142,12 @@ DAT_RETURN DAT_API ep_post_send(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET *i
         ep->req_credit->fetch_add(1);
         c = ep->conn;
         c->dtos++;
+        lost = c->dead;
     }
-    int r;
-    {
+    /* Not before the RDMA DTOs posted before it (dapl_rdma.cpp, step 4). */
+    rdma_wait_posted(ia, c.get());
+    int r = -1;
+    if (!lost) {
         std::lock_guard<std::mutex> op(c->op_mu);
         r = send_iov(c->epd(), segs,
                      (flags & DAT_COMPLETION_SOLICITED_WAIT_FLAG) ? MSGF_SOLICITED : 0);
@@ -226,21 +233,6 @@ DAT_RETURN DAT_API srq_post_recv(DAT_SRQ_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET 
     return DAT_SUCCESS;
 }
 
-static DAT_DTO_COMPLETION_STATUS rma_status(int e) {
-    switch (e) {
-    case ECONNRESET:
-    case ENOTCONN:
-        return DAT_DTO_ERR_FLUSHED;
-    case EACCES:
-    case ENXIO:
-        return DAT_DTO_ERR_REMOTE_ACCESS;
-    case EFAULT:
-        return DAT_DTO_ERR_LOCAL_PROTECTION;
-    default:
-        return DAT_DTO_ERR_TRANSPORT;
-    }
-}
-
 /*
  * The local windows of an RDMA DTO's I/O vector on c (mu), one entry per
  * segment of check_local_iov: the SCIF offset of the segment in the window
@@ -284,13 +276,14 @@ static DAT_RETURN post_rdma(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
         return dat_err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG5);
     Ia *ia = ep->ia;
     const DAT_DTOS op = is_read ? DAT_DTO_RDMA_READ : DAT_DTO_RDMA_WRITE;
-    std::vector<Seg> segs;
-    std::vector<int64_t> loffs;
-    std::shared_ptr<Conn> c;
-    uint64_t len;
-    int64_t roff;
+    auto job = std::make_shared<RdmaJob>();
+    job->ep = ep;
+    job->is_read = is_read;
+    job->barrier = flags & DAT_COMPLETION_BARRIER_FENCE_FLAG;
+    job->cookie = cookie;
+    job->flags = flags;
     {
-        std::lock_guard<std::mutex> lk(ia->mu);
+        std::unique_lock<std::mutex> lk(ia->mu);
         if ((flags & DAT_COMPLETION_UNSIGNALLED_FLAG) &&
             !(ep->attr.request_completion_flags & DAT_COMPLETION_UNSIGNALLED_FLAG))
             return dat_err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG6);
@@ -307,19 +300,32 @@ static DAT_RETURN post_rdma(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
         if (n > maxiov)
             return dat_err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
         DAT_RETURN r = check_local_iov(
-            ep, n, iov, is_read ? DAT_MEM_PRIV_LOCAL_WRITE_FLAG : DAT_MEM_PRIV_NONE_FLAG, &segs);
+            ep, n, iov, is_read ? DAT_MEM_PRIV_LOCAL_WRITE_FLAG : DAT_MEM_PRIV_NONE_FLAG,
+            &job->segs);
         if (r != DAT_SUCCESS)
             return r;
-        uint64_t local = iov_total(segs);
-        len = is_read ? rt->segment_length : local;
+        uint64_t local = iov_total(job->segs);
+        const uint64_t len = job->len = is_read ? rt->segment_length : local;
         if ((is_read && local < rt->segment_length) || (!is_read && local > rt->segment_length) ||
             len > kMaxRdma)
             return dat_err(DAT_LENGTH_ERROR);
-        if (ep->state == DAT_EP_STATE_DISCONNECTED || !ep->conn || ep->conn->dead) {
+        if (ep->state == DAT_EP_STATE_DISCONNECTED || !ep->conn ||
+            (ep->conn->dead && !rdma_busy(ia, ep->conn.get()))) {
             post_dto(ep, ep->req_evd, cookie, DAT_DTO_ERR_FLUSHED, 0, op, true);
             return DAT_SUCCESS;
         }
-        c = ep->conn;
+        const std::shared_ptr<Conn> c = ep->conn;
+        if (c->dead) {
+            /* lost, RDMA DTOs still on their way: flushed after them */
+            if (ep->req_credit->load() >= ep->attr.max_request_dtos)
+                return dat_err(DAT_INSUFFICIENT_RESOURCES);
+            ep->req_credit->fetch_add(1);
+            c->dtos++;
+            job->state = RdmaJob::kDone;
+            job->st = DAT_DTO_ERR_FLUSHED;
+            rdma_post(ia, c, std::move(job), lk);
+            return DAT_SUCCESS;
+        }
         auto it = c->peer.find(rt->rmr_context);
         if (it == c->peer.end())
             return dat_err(DAT_PRIVILEGES_VIOLATION);
@@ -333,47 +339,21 @@ static DAT_RETURN post_rdma(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
             return dat_err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG5);
         if (ep->req_credit->load() >= ep->attr.max_request_dtos)
             return dat_err(DAT_INSUFFICIENT_RESOURCES);
-        ep->req_credit->fetch_add(1);
-        c->dtos++;
-        local_windows(ia, *c, n, iov, is_read, &loffs);
+        local_windows(ia, *c, n, iov, is_read, &job->loffs);
         /*
          * The window offset comes from the peer: one whose transfer
          * would end past INT64_MAX is no window (the transfer gets a
          * remote access error).
          */
+        int64_t roff;
         if (pm.win < 0 || __builtin_add_overflow(pm.win, rt->virtual_address - pm.va, &roff) ||
             roff > INT64_MAX - (int64_t)len)
             roff = -1;
+        job->roff = roff;
+        ep->req_credit->fetch_add(1);
+        c->dtos++;
+        rdma_post(ia, c, std::move(job), lk);
     }
-    DAT_DTO_COMPLETION_STATUS st = DAT_DTO_SUCCESS;
-    if (roff < 0 && len) {
-        st = DAT_DTO_ERR_REMOTE_ACCESS;
-    } else {
-        std::vector<Piece> plan;
-        iov_plan(segs, len, &plan);
-        std::lock_guard<std::mutex> opl(c->op_mu);
-        const ScifOps &o = scif_ops();
-        for (const Piece &p : plan) {
-            int r;
-            if (loffs[p.seg] >= 0) {
-                off_t loff = loffs[p.seg] + (off_t)p.off;
-                r = is_read ? o.readfrom(c->epd(), loff, p.len, roff, SCIF_RMA_SYNC)
-                            : o.writeto(c->epd(), loff, p.len, roff, SCIF_RMA_SYNC);
-            } else {
-                void *addr = reinterpret_cast<void *>(segs[p.seg].va + p.off);
-                r = is_read ? o.vreadfrom(c->epd(), addr, p.len, roff, SCIF_RMA_SYNC)
-                            : o.vwriteto(c->epd(), addr, p.len, roff, SCIF_RMA_SYNC);
-            }
-            if (r < 0) {
-                st = rma_status(errno);
-                break;
-            }
-            roff += (int64_t)p.len;
-        }
-    }
-    std::lock_guard<std::mutex> lk(ia->mu);
-    complete_req(ep, cookie, st, st == DAT_DTO_SUCCESS ? len : 0, op, flags, true);
-    conn_dto_done(ep, c);
     return DAT_SUCCESS;
 }
 

@@ -53,6 +53,7 @@ void srq_ep_done(Ep *ep) {
 void ep_drop_conn(Ep *ep) {
     if (!ep->conn)
         return;
+    rdma_drain(ep, true);
     ep->conn->dead = true;
     ep->conn->owner = nullptr;
     ep->conn.reset();
@@ -288,6 +289,7 @@ DAT_RETURN DAT_API ep_modify(DAT_EP_HANDLE h, DAT_EP_PARAM_MASK mask, const DAT_
 
 DAT_RETURN ep_free_locked(Ep *ep) {
     Ia *ia = ep->ia;
+    rdma_drain(ep, false); /* no completions for an EP that is gone */
     ep_drop_conn(ep);
     ep_bind_refs(ep, -1);
     if (ep->rsp && sp_alive(ia, ep->rsp))

@@ -165,6 +165,8 @@ DAT_RETURN DAT_API ia_close(DAT_IA_HANDLE h, DAT_CLOSE_FLAGS flags) {
     }
     ia->wake();
     ia->progress.join();
+    /* Jobs not started yet are cancelled with their EPs below. */
+    rdma_stop(ia);
     /* Abrupt: free children, connections first, EVDs and PZs last. */
     static const DAT_HANDLE_TYPE order[] = {
         DAT_HANDLE_TYPE_CR,  DAT_HANDLE_TYPE_EP,  DAT_HANDLE_TYPE_PSP, DAT_HANDLE_TYPE_RSP,

@@ -11,8 +11,8 @@
  * "(mu)", and the fields of Conn marked "(mu)".  Blocking SCIF calls
  * (send, recv, register, RMA, connect) are never made with Ia::mu held;
  * Conn::op_mu serializes the operations a connection sends or starts.
- * Lock order: Conn::op_mu, then Ia::mu, then an EventQueue's own mutex
- * (or a CNO's).
+ * Lock order: Conn::op_mu, then Ia::mu, then RdmaEngine::mu, then an
+ * EventQueue's own mutex (or a CNO's).
  */
 #ifndef DAPL_SCIF_H
 #define DAPL_SCIF_H
@@ -82,6 +82,26 @@ struct LocalWin {
     size_t len; /* whole pages */
 };
 
+/*
+ * An RDMA read or write posted on a connection and not yet completed
+ * (dapl_rdma.cpp).  Everything it needs is taken at post time, so a
+ * worker runs it with no lock held.
+ */
+struct RdmaJob {
+    Ep *ep; /* completes on it; the EP flushes its jobs before it lets go */
+    bool is_read;
+    bool barrier; /* DAT_COMPLETION_BARRIER_FENCE_FLAG */
+    DAT_DTO_COOKIE cookie;
+    DAT_COMPLETION_FLAGS flags;
+    uint64_t len;
+    int64_t roff;               /* the peer's window offset; -1: none */
+    std::vector<Seg> segs;      /* the local I/O vector */
+    std::vector<int64_t> loffs; /* per segment: its LMR's window offset, -1 none */
+    enum State { kQueued, kRunning, kDone, kCancelled };
+    State state = kQueued;                          /* (RdmaEngine::mu) */
+    DAT_DTO_COMPLETION_STATUS st = DAT_DTO_SUCCESS; /* once kDone */
+};
+
 /* One SCIF connection (active or passive). */
 struct Conn {
     explicit Conn(scif_epd_t e) : ep(std::make_shared<ScifEp>(e)) {}
@@ -108,6 +128,14 @@ struct Conn {
     bool lost_graceful = false;
     std::map<uint32_t, PeerMr> peer;   /* regions the peer offered */
     std::map<uint32_t, LocalWin> wins; /* our regions' windows here */
+    /*
+     * (RdmaEngine::mu) RDMA DTOs posted and not yet completed, in post
+     * order; how many of them a worker is running; how many were posted
+     * and completed in all (a send waits for those before it).
+     */
+    std::deque<std::shared_ptr<RdmaJob>> jobs;
+    int running = 0;
+    uint64_t posted = 0, completed = 0;
     scif_portID peer_id{};
     /*
      * Progress thread only: the message being received.  It is read
@@ -239,6 +267,22 @@ struct Cr : Obj {
     uint64_t remote_port_qual = 0;
 };
 
+/*
+ * The IA's RDMA workers (dapl_rdma.cpp): threads that carry out posted
+ * RDMA DTOs so that the post returns at once and several reads are on the
+ * link side by side.  mu protects the fields below and the fields of Conn
+ * and RdmaJob marked "(RdmaEngine::mu)".
+ */
+struct RdmaEngine {
+    std::mutex mu;
+    std::condition_variable work_cv;        /* a job may start, or stop */
+    std::condition_variable idle_cv;        /* a job stopped running or completed */
+    std::list<std::shared_ptr<Conn>> conns; /* those with jobs */
+    std::vector<std::thread> workers;
+    unsigned nworkers = 0; /* wanted (DAPLSCIF_RDMA_WORKERS); 0: run in the post */
+    bool stop = false;
+};
+
 struct Ia : Obj {
     std::mutex mu; /* see the header comment */
     const DAT_PROVIDER *provider;
@@ -258,6 +302,7 @@ struct Ia : Obj {
     uint64_t loops = 0;              /* (mu) poll sets built so far */
     std::condition_variable loop_cv; /* loops advanced (with mu) */
     std::thread progress;
+    RdmaEngine rdma;
 
     void wake();
     void run(); /* the progress engine */
@@ -390,6 +435,32 @@ DAT_RETURN check_local_iov(Ep *ep, DAT_COUNT n, const DAT_LMR_TRIPLET *iov, DAT_
                            std::vector<Seg> *segs);
 /* A SEND message arrived on ep: complete a receive or keep it (mu). */
 void deliver_send(Ep *ep, const uint8_t *data, uint64_t len, uint16_t mflags);
+
+/* Complete a request DTO on its EP's request EVD (mu). */
+void complete_req(Ep *ep, DAT_DTO_COOKIE cookie, DAT_DTO_COMPLETION_STATUS st, uint64_t len,
+                  DAT_DTOS op, DAT_COMPLETION_FLAGS flags, bool counted);
+
+/* ---- RDMA DTOs (dapl_rdma.cpp) ---------------------------------------------- */
+
+/*
+ * Hand a validated RDMA DTO on c to the workers (mu; counted in c->dtos
+ * and the EP's credit already).  With no workers (DAPLSCIF_RDMA_WORKERS=0,
+ * or none could start) it runs in the caller, Ia::mu dropped meanwhile.
+ */
+void rdma_post(Ia *ia, const std::shared_ptr<Conn> &c, std::shared_ptr<RdmaJob> job,
+               std::unique_lock<std::mutex> &lk);
+/*
+ * ep lets go of its connection (mu): jobs not started are cancelled, the
+ * running ones waited for; then, in post order, each completes with its
+ * status, a cancelled one flushed (report), or silently (!report: EP freed).
+ */
+void rdma_drain(Ep *ep, bool report);
+/* Wait (no lock held) until every RDMA DTO posted on c so far completed. */
+void rdma_wait_posted(Ia *ia, Conn *c);
+/* Whether c has RDMA DTOs not yet completed (mu). */
+bool rdma_busy(Ia *ia, Conn *c);
+/* Stop and join the workers (no lock held; no jobs left to run). */
+void rdma_stop(Ia *ia);
 
 /* ---- wire protocol, sending side (dapl_wire.cpp) -------------------------- */
 

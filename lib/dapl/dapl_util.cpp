@@ -5,6 +5,7 @@
  */
 #include "dapl_util.h"
 
+#include <cerrno>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -46,6 +47,20 @@ void debug_log(const char *fmt, ...) {
     /* One write per line: lines of concurrent threads stay whole. */
     ssize_t w = write(STDERR_FILENO, line, len);
     (void)w;
+}
+
+unsigned rdma_workers_from_env(const char *v) {
+    if (!v || !*v)
+        return kRdmaWorkersDefault;
+    char *end = nullptr;
+    errno = 0;
+    unsigned long n = std::strtoul(v, &end, 10);
+    if (errno || *end || *v < '0' || *v > '9' || n > kRdmaWorkersMax) {
+        DSC_DBG("DAPLSCIF_RDMA_WORKERS=%s: not 0 .. %u, %u workers", v, kRdmaWorkersMax,
+                kRdmaWorkersDefault);
+        return kRdmaWorkersDefault;
+    }
+    return (unsigned)n;
 }
 
 void node_to_sockaddr(uint16_t node, sockaddr_in *sin) {

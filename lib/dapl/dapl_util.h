@@ -109,6 +109,14 @@ bool iov_plan(const std::vector<Seg> &segs, uint64_t len, std::vector<Piece> *ou
 /* Copy len bytes of src into the vector, in order (see iov_plan). */
 bool iov_scatter(const std::vector<Seg> &segs, const void *src, uint64_t len);
 
+/*
+ * The number of RDMA workers an IA runs (dapl_rdma.cpp) for the value of
+ * DAPLSCIF_RDMA_WORKERS: unset or empty 4, else a decimal 0 .. 16 (0: each
+ * RDMA DTO in its post call); anything else 4, with a debug message.
+ */
+constexpr unsigned kRdmaWorkersDefault = 4, kRdmaWorkersMax = 16;
+unsigned rdma_workers_from_env(const char *v);
+
 /* ---- wire format over a SCIF connection ------------------------------ */
 
 constexpr uint32_t kMagic = 0x44534331; /* "DSC1" */

@@ -13,7 +13,13 @@
 
 #include <cerrno>
 #include <cstring>
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <functional>
+#include <mutex>
+#include <set>
+#include <thread>
 #include <iterator>
 #include <string>
 #include <vector>
@@ -402,7 +408,8 @@ TEST_F(DtoThenLossTest, SendAfterThePeersDisconnectIsFlushed) {
  * RDMA DTOs: the fake's registration hands out window offsets and its RMA
  * calls are recorded (and move nothing), so a test sees which call an
  * RDMA read or write makes and with which offsets.  The provider makes
- * them on the posting thread, the test's.
+ * them on its RDMA workers (dapl_rdma.cpp); a test that holds calls in
+ * progress to see their order arms the gate.
  */
 struct RmaCall {
     char kind;      /* 'r' readfrom, 'w' writeto, 'R' vreadfrom, 'W' vwriteto */
@@ -425,11 +432,60 @@ struct RegCall {
     int prot;
 };
 
-std::vector<RmaCall> rma_calls;
+std::vector<RmaCall> rma_calls; /* (gate.mu) */
 std::vector<RegCall> reg_calls;
 int rma_errno; /* nonzero: every RMA call fails with it (after being recorded) */
 
-int rma_result() {
+/*
+ * While armed, an RMA call logs its start ("+" and its remote offset),
+ * waits until the test opens it by that offset (at most kWaitMs, then it
+ * goes on and logs "timeout"), and logs its end ("-").
+ */
+struct Gate {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool armed = false;
+    std::set<off_t> open;
+    std::vector<std::string> log;
+    int inside = 0, most = 0;
+
+    void pass(off_t roff) {
+        std::unique_lock<std::mutex> lk(mu);
+        if (!armed)
+            return;
+        log.push_back("+" + std::to_string(roff));
+        inside++;
+        most = std::max(most, inside);
+        cv.notify_all();
+        if (!cv.wait_for(lk, std::chrono::milliseconds(kWaitMs),
+                         [&] { return open.count(roff) > 0; }))
+            log.push_back("timeout");
+        inside--;
+        log.push_back("-" + std::to_string(roff));
+        cv.notify_all();
+    }
+    void release(off_t roff) {
+        std::lock_guard<std::mutex> lk(mu);
+        open.insert(roff);
+        cv.notify_all();
+    }
+    /* Wait (bounded) until n calls are inside at once. */
+    bool wait_inside(int n) {
+        std::unique_lock<std::mutex> lk(mu);
+        return cv.wait_for(lk, std::chrono::milliseconds(kWaitMs), [&] { return inside >= n; });
+    }
+    std::vector<std::string> seen() {
+        std::lock_guard<std::mutex> lk(mu);
+        return log;
+    }
+} gate;
+
+int rma_call(const RmaCall &c) {
+    {
+        std::lock_guard<std::mutex> lk(gate.mu);
+        rma_calls.push_back(c);
+    }
+    gate.pass(c.roff);
     if (!rma_errno)
         return 0;
     errno = rma_errno;
@@ -445,20 +501,16 @@ int rec_unreg(scif_epd_t, off_t, size_t) {
     return 0;
 }
 int rec_vreadfrom(scif_epd_t, void *addr, size_t len, off_t roff, int) {
-    rma_calls.push_back({'R', reinterpret_cast<uint64_t>(addr), len, roff});
-    return rma_result();
+    return rma_call({'R', reinterpret_cast<uint64_t>(addr), len, roff});
 }
 int rec_vwriteto(scif_epd_t, void *addr, size_t len, off_t roff, int) {
-    rma_calls.push_back({'W', reinterpret_cast<uint64_t>(addr), len, roff});
-    return rma_result();
+    return rma_call({'W', reinterpret_cast<uint64_t>(addr), len, roff});
 }
 int rec_readfrom(scif_epd_t, off_t loff, size_t len, off_t roff, int) {
-    rma_calls.push_back({'r', (uint64_t)loff, len, roff});
-    return rma_result();
+    return rma_call({'r', (uint64_t)loff, len, roff});
 }
 int rec_writeto(scif_epd_t, off_t loff, size_t len, off_t roff, int) {
-    rma_calls.push_back({'w', (uint64_t)loff, len, roff});
-    return rma_result();
+    return rma_call({'w', (uint64_t)loff, len, roff});
 }
 
 class RdmaPathTest : public ConnTest {
@@ -481,7 +533,26 @@ class RdmaPathTest : public ConnTest {
         rma_calls.clear();
         reg_calls.clear();
         rma_errno = 0;
+        {
+            std::lock_guard<std::mutex> lk(gate.mu);
+            gate.armed = false;
+            gate.open.clear();
+            gate.log.clear();
+            gate.inside = gate.most = 0;
+        }
         ConnTest::SetUp();
+    }
+
+    void TearDown() override {
+        {
+            /* nothing the IA's close waits for stays held */
+            std::lock_guard<std::mutex> lk(gate.mu);
+            gate.armed = false;
+            for (off_t o = 0; o < 16; o++)
+                gate.open.insert(kPeerWin + o * 4096);
+            gate.cv.notify_all();
+        }
+        ConnTest::TearDown();
     }
 
     /* An LMR over [buf_ + off, + len) with priv: its context. */
@@ -514,16 +585,30 @@ class RdmaPathTest : public ConnTest {
         ASSERT_EQ(next_conn_event(), DAT_CONNECTION_EVENT_ESTABLISHED);
     }
 
+    /* Post an RDMA read or write of iov against the peer's region at +roff. */
+    DAT_RETURN post(bool read, std::vector<DAT_LMR_TRIPLET> iov, uint64_t roff, DAT_VLEN len,
+                    uint64_t cookie = 9, DAT_COMPLETION_FLAGS flags = DAT_COMPLETION_DEFAULT_FLAG) {
+        DAT_RMR_TRIPLET rt{kPeerVa + roff, (DAT_SEG_LENGTH)len, kPeerCtx};
+        DAT_DTO_COOKIE c{.as_64 = cookie};
+        return read ? ep_post_rdma_read(ep_, (DAT_COUNT)iov.size(), iov.data(), c, &rt, flags)
+                    : ep_post_rdma_write(ep_, (DAT_COUNT)iov.size(), iov.data(), c, &rt, flags);
+    }
+
+    /* The next DTO completion: cookie and status; cookie 0 when none came. */
+    std::pair<uint64_t, DAT_DTO_COMPLETION_STATUS> completion() {
+        DAT_EVENT ev;
+        DAT_COUNT nmore;
+        if (evd_wait(dto_evd_, kWait, 1, &ev, &nmore) != DAT_SUCCESS ||
+            ev.event_number != DAT_DTO_COMPLETION_EVENT)
+            return {0, DAT_DTO_FAILURE};
+        return {ev.event_data.dto_completion_event_data.user_cookie.as_64,
+                ev.event_data.dto_completion_event_data.status};
+    }
+
     /* Post an RDMA read or write of iov against the peer's region at +roff; its status. */
     DAT_DTO_COMPLETION_STATUS rdma(bool read, std::vector<DAT_LMR_TRIPLET> iov, uint64_t roff,
                                    DAT_VLEN len) {
-        DAT_RMR_TRIPLET rt{kPeerVa + roff, (DAT_SEG_LENGTH)len, kPeerCtx};
-        DAT_DTO_COOKIE c{.as_64 = 9};
-        DAT_RETURN r = read ? ep_post_rdma_read(ep_, (DAT_COUNT)iov.size(), iov.data(), c, &rt,
-                                                DAT_COMPLETION_DEFAULT_FLAG)
-                            : ep_post_rdma_write(ep_, (DAT_COUNT)iov.size(), iov.data(), c, &rt,
-                                                 DAT_COMPLETION_DEFAULT_FLAG);
-        EXPECT_EQ(r, DAT_SUCCESS);
+        EXPECT_EQ(post(read, iov, roff, len), DAT_SUCCESS);
         DAT_EVENT ev;
         DAT_COUNT nmore;
         if (evd_wait(dto_evd_, kWait, 1, &ev, &nmore) != DAT_SUCCESS ||
@@ -634,6 +719,136 @@ TEST_F(RdmaPathTest, AFailedCallCompletesWithItsStatus) {
     rma_errno = 0;
     EXPECT_EQ(rdma(true, {t(win, 0, 64)}, 0, 64), DAT_DTO_SUCCESS) << "the EP after the failures";
     EXPECT_EQ(rma_calls.size(), 3 * std::size(cases) + 1);
+}
+
+/*
+ * dapl_rdma.cpp's order: the post returns at once; reads run side by side,
+ * and their completions come in post order whatever order their calls end
+ * in.
+ */
+TEST_F(RdmaPathTest, ReadsRunSideBySideAndCompleteInPostOrder) {
+    DAT_LMR_CONTEXT win = lmr(0, 4 * 4096, DAT_MEM_PRIV_ALL_FLAG);
+    accept_peer();
+    gate.armed = true;
+    for (uint64_t i = 0; i < 3; i++)
+        ASSERT_EQ(post(true, {t(win, i * 4096, 4096)}, i * 4096, 4096, i + 1), DAT_SUCCESS);
+    EXPECT_TRUE(gate.wait_inside(3)) << "the three reads were not in progress at once";
+    for (off_t i = 2; i >= 0; i--)
+        gate.release(kPeerWin + i * 4096);
+    for (uint64_t i = 1; i <= 3; i++)
+        EXPECT_EQ(completion(), std::make_pair(i, DAT_DTO_SUCCESS));
+    EXPECT_EQ(gate.most, 3);
+}
+
+/*
+ * A write starts once everything before it finished, and nothing after it
+ * starts before it finished; a read with the barrier fence flag waits as a
+ * write does.
+ */
+TEST_F(RdmaPathTest, AWriteOrAFencedReadWaitsAndHoldsBackWhatFollows) {
+    DAT_LMR_CONTEXT win = lmr(0, 4 * 4096, DAT_MEM_PRIV_ALL_FLAG);
+    accept_peer();
+    gate.armed = true;
+    ASSERT_EQ(post(true, {t(win, 0, 64)}, 0, 64, 1), DAT_SUCCESS);
+    ASSERT_EQ(post(false, {t(win, 4096, 64)}, 4096, 64, 2), DAT_SUCCESS);
+    ASSERT_EQ(post(true, {t(win, 8192, 64)}, 8192, 64, 3), DAT_SUCCESS);
+    ASSERT_EQ(post(true, {t(win, 12288, 64)}, 12288, 64, 4, DAT_COMPLETION_BARRIER_FENCE_FLAG),
+              DAT_SUCCESS);
+    for (off_t i = 0; i < 4; i++) {
+        ASSERT_TRUE(gate.wait_inside(1)) << "DTO " << i + 1 << " never started";
+        gate.release(kPeerWin + i * 4096);
+    }
+    for (uint64_t i = 1; i <= 4; i++)
+        EXPECT_EQ(completion(), std::make_pair(i, DAT_DTO_SUCCESS));
+    std::vector<std::string> want;
+    for (int i = 0; i < 4; i++) {
+        want.push_back("+" + std::to_string(kPeerWin + i * 4096));
+        want.push_back("-" + std::to_string(kPeerWin + i * 4096));
+    }
+    EXPECT_EQ(gate.seen(), want);
+}
+
+/* A send leaves after the RDMA DTOs posted before it completed. */
+TEST_F(RdmaPathTest, ASendWaitsForTheRdmaBeforeIt) {
+    DAT_LMR_CONTEXT win = lmr(0, 4096, DAT_MEM_PRIV_ALL_FLAG);
+    accept_peer();
+    gate.armed = true;
+    ASSERT_EQ(post(false, {t(win, 0, 64)}, 0, 64, 1), DAT_SUCCESS);
+    ASSERT_TRUE(gate.wait_inside(1));
+    DAT_LMR_TRIPLET s = t(win, 64, 8);
+    std::thread sender([&] {
+        EXPECT_EQ(ep_post_send(ep_, 1, &s, DAT_DTO_COOKIE{.as_64 = 2}, DAT_COMPLETION_DEFAULT_FLAG),
+                  DAT_SUCCESS);
+    });
+    MsgHdr h;
+    std::vector<uint8_t> body;
+    pollfd p{peer().get_fd(peer_), POLLIN, 0};
+    EXPECT_EQ(poll(&p, 1, 200), 0) << "the send left while the write was in progress";
+    gate.release(kPeerWin);
+    ASSERT_TRUE(peer_recv(peer_, &h, &body));
+    EXPECT_EQ(h.type, MSG_SEND);
+    sender.join();
+    EXPECT_EQ(completion(), std::make_pair(uint64_t{1}, DAT_DTO_SUCCESS));
+    EXPECT_EQ(completion(), std::make_pair(uint64_t{2}, DAT_DTO_SUCCESS));
+}
+
+/*
+ * A disconnect waits for the DTO in progress, which completes with its
+ * status; the one not started is flushed without its call being made.
+ */
+TEST_F(RdmaPathTest, DisconnectWaitsForTheRunningAndFlushesTheRest) {
+    DAT_LMR_CONTEXT win = lmr(0, 4096, DAT_MEM_PRIV_ALL_FLAG);
+    accept_peer();
+    gate.armed = true;
+    ASSERT_EQ(post(false, {t(win, 0, 64)}, 0, 64, 1), DAT_SUCCESS);
+    ASSERT_EQ(post(true, {t(win, 64, 64)}, 4096, 64, 2), DAT_SUCCESS);
+    ASSERT_TRUE(gate.wait_inside(1));
+    std::atomic<bool> returned{false};
+    std::thread closer([&] {
+        EXPECT_EQ(ep_disconnect(ep_, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+        returned = true;
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    EXPECT_FALSE(returned) << "ep_disconnect returned with the write in progress";
+    gate.release(kPeerWin);
+    closer.join();
+    EXPECT_EQ(completion(), std::make_pair(uint64_t{1}, DAT_DTO_SUCCESS));
+    EXPECT_EQ(completion(), std::make_pair(uint64_t{2}, DAT_DTO_ERR_FLUSHED));
+    std::lock_guard<std::mutex> lk(gate.mu);
+    EXPECT_EQ(rma_calls.size(), 1u) << "the flushed read was carried out";
+}
+
+/* Freeing the EP waits the same way and leaves no completion behind. */
+TEST_F(RdmaPathTest, FreeingTheEpWaitsAndCompletesNothing) {
+    DAT_LMR_CONTEXT win = lmr(0, 4096, DAT_MEM_PRIV_ALL_FLAG);
+    accept_peer();
+    gate.armed = true;
+    ASSERT_EQ(post(true, {t(win, 0, 64)}, 0, 64, 1), DAT_SUCCESS);
+    ASSERT_EQ(post(false, {t(win, 64, 64)}, 4096, 64, 2), DAT_SUCCESS);
+    ASSERT_TRUE(gate.wait_inside(1));
+    std::thread freer([&] { EXPECT_EQ(ep_free(ep_), DAT_SUCCESS); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    gate.release(kPeerWin);
+    freer.join();
+    ep_ = DAT_HANDLE_NULL;
+    settle(ia_);
+    DAT_EVENT ev;
+    EXPECT_EQ(DAT_GET_TYPE(evd_dequeue(dto_evd_, &ev)), DAT_QUEUE_EMPTY);
+    EXPECT_EQ(gate.seen(), (std::vector<std::string>{"+" + std::to_string(kPeerWin),
+                                                     "-" + std::to_string(kPeerWin)}));
+}
+
+/* DAPLSCIF_RDMA_WORKERS=0: the DTO is carried out in its post call. */
+TEST_F(RdmaPathTest, NoWorkersRunsTheDtoInThePost) {
+    setenv("DAPLSCIF_RDMA_WORKERS", "0", 1);
+    DAT_LMR_CONTEXT win = lmr(0, 4096, DAT_MEM_PRIV_ALL_FLAG);
+    accept_peer();
+    ASSERT_EQ(post(true, {t(win, 0, 64)}, 0, 64, 5), DAT_SUCCESS);
+    unsetenv("DAPLSCIF_RDMA_WORKERS");
+    DAT_EVENT ev;
+    ASSERT_EQ(evd_dequeue(dto_evd_, &ev), DAT_SUCCESS) << "no completion when the post returned";
+    EXPECT_EQ(ev.event_data.dto_completion_event_data.user_cookie.as_64, 5u);
+    EXPECT_TRUE(static_cast<Ia *>(ia_)->rdma.workers.empty());
 }
 
 /* Active side: CONN_REQ carries the qualifier and private data; REJECT ends it. */

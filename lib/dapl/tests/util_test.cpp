@@ -192,3 +192,14 @@ TEST(Range, NoWrapAround2To64) {
     EXPECT_FALSE(range_within(UINT64_MAX - 0xff, 0x200, UINT64_MAX - 0xff, 1));
     EXPECT_TRUE(range_within(UINT64_MAX - 0xff, 0xff, UINT64_MAX - 0xff, 0xff));
 }
+
+/* DAPLSCIF_RDMA_WORKERS: 0 .. 16 as given; unset, empty or anything else the default. */
+TEST(RdmaWorkers, FromEnv) {
+    EXPECT_EQ(rdma_workers_from_env(nullptr), kRdmaWorkersDefault);
+    EXPECT_EQ(rdma_workers_from_env(""), kRdmaWorkersDefault);
+    EXPECT_EQ(rdma_workers_from_env("0"), 0u);
+    EXPECT_EQ(rdma_workers_from_env("1"), 1u);
+    EXPECT_EQ(rdma_workers_from_env("16"), 16u);
+    for (const char *bad : {"17", "-1", " 2", "2x", "x", "99999999999999999999999"})
+        EXPECT_EQ(rdma_workers_from_env(bad), kRdmaWorkersDefault) << bad;
+}

@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * dapl_rdma.cpp - carrying out RDMA DTOs: the IA's RDMA workers.
+ *
+ * dat_ep_post_rdma_read/write validate the DTO (dapl_dto.cpp) and hand it
+ * here; the post returns at once, as a verbs post does, and a worker
+ * thread makes the SCIF RMA calls.  So a consumer that keeps a pipeline of
+ * DTOs (dapltest -T P, an MPI) has several RDMA reads on the link at once,
+ * where a post that waited for each had one.
+ *
+ * Order, as on an RC queue pair:
+ *   1. Completions come in post order on each connection: a job that
+ *      finished waits for those before it.
+ *   2. An RDMA read starts while only reads (none with the barrier fence
+ *      flag) are unfinished before it: reads run side by side.
+ *   3. Anything else (a write, a read with DAT_COMPLETION_BARRIER_FENCE_FLAG)
+ *      starts once everything before it finished, and nothing after it
+ *      starts before it finished: writes land in post order, a read after
+ *      a write sees its data, a write after a read does not overtake it.
+ *   4. A send waits until every RDMA DTO posted before it completed
+ *      (rdma_wait_posted), so a peer that sees the message sees the data
+ *      of the writes before it.
+ *   5. An EP letting go of its connection (disconnect, reset, loss, free)
+ *      cancels the jobs not started and waits for the running ones, whose
+ *      SCIF calls end on their own (the kernel's RMA never waits forever);
+ *      no job touches the EP or the consumer's memory after that.
+ *
+ * DAPLSCIF_RDMA_WORKERS (0 .. 16, default 4, the module's four transfers
+ * in flight per endpoint across hosts) sets the number of workers; 0 runs
+ * each DTO inside its post call, as before there were workers.
+ */
+#include "dapl_scif.h"
+#include "dapl_provider.h"
+
+#include <cerrno>
+#include <cstdlib>
+
+namespace daplscif {
+
+/* ---- running one job (no lock held) -------------------------------------- */
+
+/* The DTO status of an errno from a SCIF RMA call (libdaplscif(7)). */
+static DAT_DTO_COMPLETION_STATUS rma_status(int e) {
+    switch (e) {
+    case ECONNRESET:
+    case ENOTCONN:
+        return DAT_DTO_ERR_FLUSHED;
+    case EACCES:
+    case ENXIO:
+        return DAT_DTO_ERR_REMOTE_ACCESS;
+    case EFAULT:
+        return DAT_DTO_ERR_LOCAL_PROTECTION;
+    default:
+        return DAT_DTO_ERR_TRANSPORT;
+    }
+}
+
+/*
+ * The SCIF calls of one job: a segment with a window moves by
+ * scif_readfrom/scif_writeto between the two windows, one without by
+ * scif_vreadfrom/scif_vwriteto (local_windows in dapl_dto.cpp).
+ */
+static DAT_DTO_COMPLETION_STATUS rdma_run(scif_epd_t epd, const RdmaJob &j) {
+    if (j.roff < 0 && j.len)
+        return DAT_DTO_ERR_REMOTE_ACCESS;
+    std::vector<Piece> plan;
+    iov_plan(j.segs, j.len, &plan);
+    const ScifOps &o = scif_ops();
+    int64_t roff = j.roff;
+    for (const Piece &p : plan) {
+        int r;
+        if (j.loffs[p.seg] >= 0) {
+            off_t loff = j.loffs[p.seg] + (off_t)p.off;
+            r = j.is_read ? o.readfrom(epd, loff, p.len, roff, SCIF_RMA_SYNC)
+                          : o.writeto(epd, loff, p.len, roff, SCIF_RMA_SYNC);
+        } else {
+            void *addr = reinterpret_cast<void *>(j.segs[p.seg].va + p.off);
+            r = j.is_read ? o.vreadfrom(epd, addr, p.len, roff, SCIF_RMA_SYNC)
+                          : o.vwriteto(epd, addr, p.len, roff, SCIF_RMA_SYNC);
+        }
+        if (r < 0)
+            return rma_status(errno);
+        roff += (int64_t)p.len;
+    }
+    return DAT_DTO_SUCCESS;
+}
+
+static void complete_job(const RdmaJob &j, DAT_DTO_COMPLETION_STATUS st) {
+    complete_req(j.ep, j.cookie, st, st == DAT_DTO_SUCCESS ? j.len : 0,
+                 j.is_read ? DAT_DTO_RDMA_READ : DAT_DTO_RDMA_WRITE, j.flags, true);
+}
+
+/* ---- scheduling (RdmaEngine::mu) ------------------------------------------ */
+
+/* The first job of c that may start now (steps 2 and 3), or nullptr. */
+static RdmaJob *startable(Conn &c) {
+    bool unfinished = false, only_reads = true;
+    for (const std::shared_ptr<RdmaJob> &j : c.jobs) {
+        switch (j->state) {
+        case RdmaJob::kDone:
+        case RdmaJob::kCancelled:
+            continue;
+        case RdmaJob::kRunning:
+            unfinished = true;
+            only_reads = only_reads && j->is_read && !j->barrier;
+            continue;
+        case RdmaJob::kQueued:
+            if (!unfinished || (only_reads && j->is_read && !j->barrier))
+                return j.get();
+            return nullptr;
+        }
+    }
+    return nullptr;
+}
+
+/* A job to run, its connection moved to the back (round robin), or nullptr. */
+static RdmaJob *pick(RdmaEngine &e, std::shared_ptr<Conn> *conn) {
+    for (auto it = e.conns.begin(); it != e.conns.end(); ++it) {
+        if (RdmaJob *j = startable(**it)) {
+            *conn = *it;
+            e.conns.splice(e.conns.end(), e.conns, it);
+            return j;
+        }
+    }
+    return nullptr;
+}
+
+/* Take c's finished jobs off its head (step 1), to complete in that order. */
+static std::vector<std::shared_ptr<RdmaJob>> take_finished(RdmaEngine &e, Conn *c) {
+    std::vector<std::shared_ptr<RdmaJob>> out;
+    while (!c->jobs.empty() && c->jobs.front()->state == RdmaJob::kDone) {
+        out.push_back(std::move(c->jobs.front()));
+        c->jobs.pop_front();
+        c->completed++;
+    }
+    if (c->jobs.empty())
+        e.conns.remove_if([c](const std::shared_ptr<Conn> &x) { return x.get() == c; });
+    if (!out.empty())
+        e.idle_cv.notify_all();
+    return out;
+}
+
+/* ---- the workers ------------------------------------------------------------ */
+
+/* Complete what finished at c's head (takes Ia::mu). */
+static void complete_finished(Ia *ia, const std::shared_ptr<Conn> &c) {
+    std::lock_guard<std::mutex> lk(ia->mu);
+    std::vector<std::shared_ptr<RdmaJob>> done;
+    {
+        std::lock_guard<std::mutex> el(ia->rdma.mu);
+        done = take_finished(ia->rdma, c.get());
+    }
+    /* Ia::mu held from take to here: no other completer reorders them. */
+    for (const std::shared_ptr<RdmaJob> &j : done) {
+        complete_job(*j, j->st);
+        conn_dto_done(j->ep, c);
+    }
+}
+
+static void worker(Ia *ia) {
+    RdmaEngine &e = ia->rdma;
+    std::unique_lock<std::mutex> lk(e.mu);
+    while (!e.stop) {
+        std::shared_ptr<Conn> c;
+        RdmaJob *j = pick(e, &c);
+        if (!j) {
+            e.work_cv.wait(lk);
+            continue;
+        }
+        j->state = RdmaJob::kRunning;
+        c->running++;
+        lk.unlock();
+        DAT_DTO_COMPLETION_STATUS st = rdma_run(c->epd(), *j);
+        lk.lock();
+        j->st = st;
+        j->state = RdmaJob::kDone;
+        c->running--;
+        e.idle_cv.notify_all();
+        e.work_cv.notify_all(); /* what waited behind it may start */
+        lk.unlock();
+        complete_finished(ia, c);
+        lk.lock();
+    }
+}
+
+/* Start the workers once (mu); false when none could start. */
+static bool workers_up(Ia *ia) {
+    RdmaEngine &e = ia->rdma;
+    if (!e.workers.empty())
+        return true;
+    e.nworkers = rdma_workers_from_env(std::getenv("DAPLSCIF_RDMA_WORKERS"));
+    for (unsigned i = 0; i < e.nworkers; i++) {
+        try {
+            e.workers.emplace_back(worker, ia);
+        } catch (...) {
+            break; /* fewer workers, or none: see rdma_post */
+        }
+    }
+    return !e.workers.empty();
+}
+
+/* ---- entry points (dapl_scif.h) -------------------------------------------- */
+
+void rdma_post(Ia *ia, const std::shared_ptr<Conn> &c, std::shared_ptr<RdmaJob> job,
+               std::unique_lock<std::mutex> &lk) {
+    RdmaEngine &e = ia->rdma;
+    if (workers_up(ia)) {
+        std::lock_guard<std::mutex> el(e.mu);
+        if (c->jobs.empty())
+            e.conns.push_back(c);
+        c->jobs.push_back(std::move(job));
+        c->posted++;
+        e.work_cv.notify_one();
+        return;
+    }
+    /* No workers: in the caller, Ia::mu dropped for the SCIF calls. */
+    DAT_DTO_COMPLETION_STATUS st = job->st;
+    if (job->state != RdmaJob::kDone) {
+        lk.unlock();
+        st = rdma_run(c->epd(), *job);
+        lk.lock();
+    }
+    complete_job(*job, st);
+    conn_dto_done(job->ep, c);
+}
+
+void rdma_drain(Ep *ep, bool report) {
+    const std::shared_ptr<Conn> c = ep->conn;
+    if (!c)
+        return;
+    RdmaEngine &e = ep->ia->rdma;
+    std::vector<std::shared_ptr<RdmaJob>> jobs;
+    {
+        std::unique_lock<std::mutex> el(e.mu);
+        if (c->jobs.empty())
+            return;
+        for (std::shared_ptr<RdmaJob> &j : c->jobs)
+            if (j->state == RdmaJob::kQueued)
+                j->state = RdmaJob::kCancelled;
+        /* Workers finish a job without Ia::mu: this wait ends. */
+        e.idle_cv.wait(el, [&] { return c->running == 0; });
+        jobs.assign(c->jobs.begin(), c->jobs.end());
+        c->completed += c->jobs.size();
+        c->jobs.clear();
+        e.conns.remove(c);
+        e.idle_cv.notify_all();
+    }
+    for (const std::shared_ptr<RdmaJob> &j : jobs) {
+        c->dtos--; /* the EP is letting go: no loss to report for it */
+        if (report)
+            complete_job(*j, j->state == RdmaJob::kDone ? j->st : DAT_DTO_ERR_FLUSHED);
+        else
+            ep->req_credit->fetch_sub(1);
+    }
+}
+
+void rdma_wait_posted(Ia *ia, Conn *c) {
+    RdmaEngine &e = ia->rdma;
+    std::unique_lock<std::mutex> el(e.mu);
+    const uint64_t upto = c->posted;
+    e.idle_cv.wait(el, [&] { return c->completed >= upto; });
+}
+
+bool rdma_busy(Ia *ia, Conn *c) {
+    std::lock_guard<std::mutex> el(ia->rdma.mu);
+    return !c->jobs.empty();
+}
+
+void rdma_stop(Ia *ia) {
+    RdmaEngine &e = ia->rdma;
+    {
+        std::lock_guard<std::mutex> el(e.mu);
+        e.stop = true;
+        e.work_cv.notify_all();
+    }
+    for (std::thread &t : e.workers)
+        t.join();
+    e.workers.clear();
+}
+
+} /* namespace daplscif */
