@@ -12,7 +12,8 @@
  *   1. Completions come in post order on each connection: a job that
  *      finished waits for those before it.
  *   2. An RDMA read starts while only reads (none with the barrier fence
- *      flag) are unfinished before it: reads run side by side.
+ *      flag) are unfinished before it: reads run side by side, as many
+ *      as kRdmaSideBySide bytes of them (one alone whatever its size).
  *   3. Anything else (a write, a read with DAT_COMPLETION_BARRIER_FENCE_FLAG)
  *      starts once everything before it finished, and nothing after it
  *      starts before it finished: writes land in post order, a read after
@@ -32,10 +33,19 @@
 #include "dapl_scif.h"
 #include "dapl_provider.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 
 namespace daplscif {
+
+/*
+ * Bytes of reads running side by side on a connection, most: the module's
+ * chunk of a window (1 MiB), which one call moves with several RDMA
+ * operations in flight.  So 64 KiB reads run four at a time (the default
+ * workers), 512 KiB ones two, 1 MiB ones one.
+ */
+constexpr uint64_t kRdmaSideBySide = 1 << 20;
 
 /* ---- running one job (no lock held) -------------------------------------- */
 
@@ -92,9 +102,16 @@ static void complete_job(const RdmaJob &j, DAT_DTO_COMPLETION_STATUS st) {
 
 /* ---- scheduling (RdmaEngine::mu) ------------------------------------------ */
 
-/* The first job of c that may start now (steps 2 and 3), or nullptr. */
+/*
+ * The first job of c that may start now (steps 2 and 3), or nullptr.  A
+ * read joins running reads only while their bytes and its own stay within
+ * kRdmaSideBySide: a call that large keeps the link busy by itself (the
+ * module has several RDMA operations of one call in flight), and more of
+ * them side by side only compete for it.
+ */
 static RdmaJob *startable(Conn &c) {
     bool unfinished = false, only_reads = true;
+    uint64_t bytes = 0;
     for (const std::shared_ptr<RdmaJob> &j : c.jobs) {
         switch (j->state) {
         case RdmaJob::kDone:
@@ -103,9 +120,11 @@ static RdmaJob *startable(Conn &c) {
         case RdmaJob::kRunning:
             unfinished = true;
             only_reads = only_reads && j->is_read && !j->barrier;
+            bytes += j->len;
             continue;
         case RdmaJob::kQueued:
-            if (!unfinished || (only_reads && j->is_read && !j->barrier))
+            if (!unfinished || (only_reads && j->is_read && !j->barrier &&
+                                j->len <= kRdmaSideBySide - std::min(bytes, kRdmaSideBySide)))
                 return j.get();
             return nullptr;
         }

@@ -7,7 +7,10 @@
  * 0) registers a buffer and sends its address and rmr_context to the
  * client in a message; the client RDMA-writes a pattern there, RDMA-reads
  * the server's second half back, and tells the server to check.  Sizes:
- * 1 byte to 1 MiB, unaligned offsets.
+ * 1 byte to 1 MiB, unaligned offsets.  Then DTOs posted back to back, as
+ * a pipeline: reads that the provider's workers run side by side, and
+ * writes followed at once by a read of what they wrote (libdaplscif(7):
+ * completions in post order, a read after the writes before it).
  */
 #include <dat2/udat.h>
 #include <arpa/inet.h>
@@ -117,6 +120,61 @@ static DAT_LMR_TRIPLET lt(struct end *e, size_t off, uint32_t len) {
 static const uint32_t sizes[] = {1, 63, 4096, 5000, 65536, 1u << 20};
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 
+/* The pipeline: NREADS reads of PLEN bytes, NWRITES writes of WLEN. */
+#define NREADS 16
+#define PLEN 65541u
+#define NWRITES 8
+#define WLEN 8191u
+#define WAT (3u << 19) /* in the server's first half, past the sizes' writes */
+
+/* The next n completions: cookies first, first + 1, ... of op (or a read last). */
+static int in_order(struct end *e, uint64_t first, int n, DAT_DTOS op, uint32_t len) {
+    for (int i = 0; i < n; i++)
+        if (!dto(e, op, first + (uint64_t)i, len))
+            return 0;
+    return 1;
+}
+
+/* NREADS reads of the server's second half posted back to back: data, order. */
+static int pipelined_reads(struct end *c, const struct msg *m) {
+    memset(c->buf + SZ / 2, 0, SZ / 2);
+    for (int i = 0; i < NREADS; i++) {
+        DAT_LMR_TRIPLET l = lt(c, SZ / 2 + (size_t)i * PLEN, PLEN);
+        DAT_RMR_TRIPLET rt = {m->va + SZ / 2 + (uint64_t)i * PLEN, PLEN, m->rctx};
+        DAT_DTO_COOKIE ck = {.as_64 = 300 + (uint64_t)i};
+        if (dat_ep_post_rdma_read(c->ep, 1, &l, ck, &rt, 0) != DAT_SUCCESS)
+            return 0;
+    }
+    if (!in_order(c, 300, NREADS, DAT_DTO_RDMA_READ, PLEN))
+        return 0;
+    for (size_t i = 0; i < (size_t)NREADS * PLEN; i++)
+        if (c->buf[SZ / 2 + i] != pattern_byte(77, i))
+            return 0;
+    return 1;
+}
+
+/* NWRITES writes, then at once a read of their range: it returns them. */
+static int read_after_writes(struct end *c, const struct msg *m) {
+    for (int i = 0; i < NWRITES; i++) {
+        for (size_t j = 0; j < WLEN; j++)
+            c->buf[8192 + (size_t)i * WLEN + j] = pattern_byte(50 + (uint64_t)i, j);
+        DAT_LMR_TRIPLET l = lt(c, 8192 + (size_t)i * WLEN, WLEN);
+        DAT_RMR_TRIPLET rt = {m->va + WAT + (uint64_t)i * WLEN, WLEN, m->rctx};
+        DAT_DTO_COOKIE ck = {.as_64 = 400 + (uint64_t)i};
+        if (dat_ep_post_rdma_write(c->ep, 1, &l, ck, &rt, 0) != DAT_SUCCESS)
+            return 0;
+    }
+    memset(c->buf + SZ / 2, 0, NWRITES * WLEN);
+    DAT_LMR_TRIPLET l = lt(c, SZ / 2, NWRITES * WLEN);
+    DAT_RMR_TRIPLET rt = {m->va + WAT, NWRITES * WLEN, m->rctx};
+    DAT_DTO_COOKIE ck = {.as_64 = 400 + NWRITES};
+    if (dat_ep_post_rdma_read(c->ep, 1, &l, ck, &rt, 0) != DAT_SUCCESS ||
+        !in_order(c, 400, NWRITES, DAT_DTO_RDMA_WRITE, WLEN) ||
+        !dto(c, DAT_DTO_RDMA_READ, 400 + NWRITES, NWRITES * WLEN))
+        return 0;
+    return memcmp(c->buf + SZ / 2, c->buf + 8192, NWRITES * WLEN) == 0;
+}
+
 /* The server: offer the buffer, then check each write when told. */
 static int server(int ready) {
     struct end s;
@@ -199,7 +257,7 @@ int main(int argc, char **argv) {
         waitpid(pid, NULL, 0);
         return ksft_exit_skip_all("cannot open the " IA_NAME " IA");
     }
-    ksft_set_plan(2 * NSIZES + 2);
+    ksft_set_plan(2 * NSIZES + 4);
     DAT_DTO_COOKIE ck = {.as_64 = 1};
     DAT_LMR_TRIPLET r = lt(&c, 0, sizeof(struct msg));
     dat_ep_post_recv(c.ep, 1, &r, ck, 0);
@@ -243,6 +301,12 @@ int main(int argc, char **argv) {
         ksft_test_result(w, "rdma_write %u bytes: completion", len);
         ksft_test_result(rd, "rdma_read %u bytes into 2 segments: data", len);
     }
+    ksft_test_result(ok && pipelined_reads(&c, &m),
+                     "%d reads of %u bytes posted back to back: completions in post order, data",
+                     NREADS, PLEN);
+    ksft_test_result(ok && read_after_writes(&c, &m),
+                     "%d writes of %u bytes, then at once a read of them: it returns them", NWRITES,
+                     WLEN);
     dat_ep_disconnect(c.ep, DAT_CLOSE_GRACEFUL_FLAG);
     int st = 0;
     waitpid(pid, &st, 0);

@@ -741,6 +741,51 @@ TEST_F(RdmaPathTest, ReadsRunSideBySideAndCompleteInPostOrder) {
 }
 
 /*
+ * Reads join running ones while they all stay within 1 MiB: two of 512 KiB
+ * side by side, a third (or one of 1 MiB) after them.
+ */
+TEST_F(RdmaPathTest, LargeReadsDoNotRunSideBySide) {
+    constexpr size_t kHalf = 512 * 1024;
+    std::vector<uint8_t> mem(2 * kHalf + 4096);
+    uint8_t *base = reinterpret_cast<uint8_t *>((reinterpret_cast<uintptr_t>(mem.data()) + 4095) &
+                                                ~uintptr_t{4095});
+    DAT_REGION_DESCRIPTION r;
+    r.for_va = base;
+    DAT_LMR_HANDLE h;
+    DAT_LMR_CONTEXT lc = 0;
+    DAT_RMR_CONTEXT rc;
+    DAT_VLEN rl;
+    DAT_VADDR ra;
+    ASSERT_EQ(lmr_create(ia_, DAT_MEM_TYPE_VIRTUAL, r, 2 * kHalf, pz_, DAT_MEM_PRIV_ALL_FLAG,
+                         DAT_VA_TYPE_VA, &h, &lc, &rc, &rl, &ra),
+              DAT_SUCCESS);
+    accept_peer();
+    gate.armed = true;
+    /* told apart by their remote offsets, a page apart; the last almost 1 MiB */
+    const DAT_SEG_LENGTH lens[] = {kHalf, kHalf, kHalf, 2 * kHalf - 3 * 4096};
+    for (uint64_t i = 0; i < 4; i++) {
+        DAT_LMR_TRIPLET l{reinterpret_cast<uint64_t>(base), lens[i], lc};
+        ASSERT_EQ(post(true, {l}, i * 4096, lens[i], i + 1), DAT_SUCCESS);
+    }
+    ASSERT_TRUE(gate.wait_inside(2));
+    gate.release(kPeerWin);
+    gate.release(kPeerWin + 4096);
+    ASSERT_TRUE(gate.wait_inside(1)) << "the third read never started";
+    gate.release(kPeerWin + 2 * 4096);
+    gate.release(kPeerWin + 3 * 4096);
+    for (uint64_t i = 1; i <= 4; i++)
+        EXPECT_EQ(completion(), std::make_pair(i, DAT_DTO_SUCCESS));
+    EXPECT_EQ(gate.most, 2);
+    std::vector<std::string> log = gate.seen();
+    auto pos = [&](off_t o, char c) {
+        return std::find(log.begin(), log.end(), c + std::to_string(kPeerWin + o)) - log.begin();
+    };
+    EXPECT_GT(pos(2 * 4096, '+'), std::min(pos(0, '-'), pos(4096, '-')))
+        << "the third read beside the first two";
+    EXPECT_GT(pos(3 * 4096, '+'), pos(2 * 4096, '-')) << "the 1 MiB read beside another";
+}
+
+/*
  * A write starts once everything before it finished, and nothing after it
  * starts before it finished; a read with the barrier fence flag waits as a
  * write does.
