@@ -124,7 +124,7 @@ static const uint32_t sizes[] = {1, 63, 4096, 5000, 65536, 1u << 20};
 #define NREADS 16
 #define PLEN 65541u
 #define NWRITES 8
-#define WLEN 8191u
+#define WLEN 65521u
 #define WAT (3u << 19) /* in the server's first half, past the sizes' writes */
 
 /* The next n completions: cookies first, first + 1, ... of op (or a read last). */
@@ -155,16 +155,18 @@ static int pipelined_reads(struct end *c, const struct msg *m) {
 
 /* NWRITES writes, then at once a read of their range: it returns them. */
 static int read_after_writes(struct end *c, const struct msg *m) {
-    for (int i = 0; i < NWRITES; i++) {
+    /* every source first: the posts then follow each other closely */
+    for (int i = 0; i < NWRITES; i++)
         for (size_t j = 0; j < WLEN; j++)
             c->buf[8192 + (size_t)i * WLEN + j] = pattern_byte(50 + (uint64_t)i, j);
+    memset(c->buf + SZ / 2, 0, NWRITES * WLEN);
+    for (int i = 0; i < NWRITES; i++) {
         DAT_LMR_TRIPLET l = lt(c, 8192 + (size_t)i * WLEN, WLEN);
         DAT_RMR_TRIPLET rt = {m->va + WAT + (uint64_t)i * WLEN, WLEN, m->rctx};
         DAT_DTO_COOKIE ck = {.as_64 = 400 + (uint64_t)i};
         if (dat_ep_post_rdma_write(c->ep, 1, &l, ck, &rt, 0) != DAT_SUCCESS)
             return 0;
     }
-    memset(c->buf + SZ / 2, 0, NWRITES * WLEN);
     DAT_LMR_TRIPLET l = lt(c, SZ / 2, NWRITES * WLEN);
     DAT_RMR_TRIPLET rt = {m->va + WAT, NWRITES * WLEN, m->rctx};
     DAT_DTO_COOKIE ck = {.as_64 = 400 + NWRITES};
