@@ -10,7 +10,11 @@
  * the IA: the lists in Ia, every field of its child objects marked
  * "(mu)", and the fields of Conn marked "(mu)".  Blocking SCIF calls
  * (send, recv, register, RMA, connect) are never made with Ia::mu held;
- * Conn::op_mu serializes the operations a connection sends or starts.
+ * Conn::op_mu serializes what a connection sends (messages, and the
+ * registrations offered with them); RDMA runs on the RDMA workers
+ * without it (RdmaEngine).  An EP letting go of its connection waits with
+ * Ia::mu held for the RDMA calls running on it (rdma_drain), which end
+ * without taking Ia::mu.
  * Lock order: Conn::op_mu, then Ia::mu, then RdmaEngine::mu, then an
  * EventQueue's own mutex (or a CNO's).
  */
@@ -106,7 +110,7 @@ struct RdmaJob {
 struct Conn {
     explicit Conn(scif_epd_t e) : ep(std::make_shared<ScifEp>(e)) {}
     std::shared_ptr<ScifEp> ep;
-    std::mutex op_mu; /* serializes sends and RMAs on this connection */
+    std::mutex op_mu; /* serializes what this connection sends */
     /* fields below: (mu) of the owning IA */
     Ep *owner = nullptr;  /* the EP using it, once accepted/connecting */
     Cr *cr = nullptr;     /* passive: the pending connection request */
