@@ -863,6 +863,32 @@ TEST_F(RdmaPathTest, DisconnectWaitsForTheRunningAndFlushesTheRest) {
     EXPECT_EQ(rma_calls.size(), 1u) << "the flushed read was carried out";
 }
 
+/*
+ * A DTO posted after the connection was lost, while an RDMA DTO is still
+ * on its way, is flushed after it, not before (post order); the loss is
+ * reported once both completed.
+ */
+TEST_F(RdmaPathTest, APostAfterTheLossIsFlushedAfterTheRdmaOnItsWay) {
+    DAT_LMR_CONTEXT win = lmr(0, 4096, DAT_MEM_PRIV_ALL_FLAG);
+    accept_peer();
+    gate.armed = true;
+    ASSERT_EQ(post(true, {t(win, 0, 64)}, 0, 64, 1), DAT_SUCCESS);
+    ASSERT_TRUE(gate.wait_inside(1));
+    peer().close(peer_);
+    peer_ = -1;
+    settle(ia_); /* the progress thread saw the loss */
+    ASSERT_EQ(post(false, {t(win, 64, 64)}, 4096, 64, 2), DAT_SUCCESS);
+    DAT_EVENT ev;
+    EXPECT_EQ(DAT_GET_TYPE(evd_dequeue(dto_evd_, &ev)), DAT_QUEUE_EMPTY)
+        << "a completion before the read's";
+    gate.release(kPeerWin);
+    EXPECT_EQ(completion(), std::make_pair(uint64_t{1}, DAT_DTO_SUCCESS));
+    EXPECT_EQ(completion(), std::make_pair(uint64_t{2}, DAT_DTO_ERR_FLUSHED));
+    EXPECT_EQ(next_conn_event(), DAT_CONNECTION_EVENT_BROKEN);
+    std::lock_guard<std::mutex> lk(gate.mu);
+    EXPECT_EQ(rma_calls.size(), 1u) << "the flushed write was carried out";
+}
+
 /* Freeing the EP waits the same way and leaves no completion behind. */
 TEST_F(RdmaPathTest, FreeingTheEpWaitsAndCompletesNothing) {
     DAT_LMR_CONTEXT win = lmr(0, 4096, DAT_MEM_PRIV_ALL_FLAG);
