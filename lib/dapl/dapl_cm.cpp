@@ -71,6 +71,9 @@ void conn_lost(Ia *ia, const std::shared_ptr<Conn> &c, bool graceful) {
          * the last one reports the loss (conn_dto_done).
          */
         c->lost_graceful = graceful;
+        /* RDMA DTOs not started yet are flushed, not carried out */
+        if (c->dtos)
+            rdma_flush_queued(ia, c);
         return;
     }
     ep_conn_lost(ep, graceful);

@@ -25,6 +25,10 @@
  *      cancels the jobs not started and waits for the running ones, whose
  *      SCIF calls end on their own (the kernel's RMA never waits forever);
  *      no job touches the EP or the consumer's memory after that.
+ *   6. The peer ending the connection (its DISCONNECT, its endpoint gone)
+ *      while jobs run flushes the jobs not started at once
+ *      (rdma_flush_queued); they complete FLUSHED after the running ones,
+ *      and the last completion reports the loss (conn_dto_done).
  *
  * DAPLSCIF_RDMA_WORKERS (0 .. 16, default 4, the module's four transfers
  * in flight per endpoint across hosts) sets the number of workers; 0 runs
@@ -270,6 +274,27 @@ void rdma_drain(Ep *ep, bool report) {
             complete_job(*j, j->state == RdmaJob::kDone ? j->st : DAT_DTO_ERR_FLUSHED);
         else
             ep->req_credit->fetch_sub(1);
+    }
+}
+
+void rdma_flush_queued(Ia *ia, const std::shared_ptr<Conn> &c) {
+    RdmaEngine &e = ia->rdma;
+    std::vector<std::shared_ptr<RdmaJob>> done;
+    {
+        std::lock_guard<std::mutex> el(e.mu);
+        for (std::shared_ptr<RdmaJob> &j : c->jobs) {
+            if (j->state == RdmaJob::kQueued) {
+                j->state = RdmaJob::kDone;
+                j->st = DAT_DTO_ERR_FLUSHED;
+            }
+        }
+        /* With one running, its worker completes the rest after it. */
+        if (c->running == 0)
+            done = take_finished(e, c.get());
+    }
+    for (const std::shared_ptr<RdmaJob> &j : done) {
+        complete_job(*j, j->st);
+        conn_dto_done(j->ep, c);
     }
 }
 

@@ -459,6 +459,12 @@ void rdma_post(Ia *ia, const std::shared_ptr<Conn> &c, std::shared_ptr<RdmaJob> 
  * status, a cancelled one flushed (report), or silently (!report: EP freed).
  */
 void rdma_drain(Ep *ep, bool report);
+/*
+ * The peer ended c while its RDMA DTOs are on their way (mu): the jobs not
+ * started become FLUSHED without their calls; they complete after the
+ * running ones (at once when none runs), the last reporting the loss.
+ */
+void rdma_flush_queued(Ia *ia, const std::shared_ptr<Conn> &c);
 /* Wait (no lock held) until every RDMA DTO posted on c so far completed. */
 void rdma_wait_posted(Ia *ia, Conn *c);
 /* Whether c has RDMA DTOs not yet completed (mu). */

@@ -889,6 +889,47 @@ TEST_F(RdmaPathTest, APostAfterTheLossIsFlushedAfterTheRdmaOnItsWay) {
     EXPECT_EQ(rma_calls.size(), 1u) << "the flushed write was carried out";
 }
 
+/*
+ * The peer ending the connection (a DISCONNECT, or its endpoint closed)
+ * while one RDMA DTO runs and more wait behind it: the running one
+ * completes with its status, the waiting ones are flushed without their
+ * calls being made (an RC queue pair in error flushes what it had not
+ * started), then the loss is reported.
+ */
+class PeerEndsTest : public RdmaPathTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(PeerEndsTest, WhatHadNotStartedIsFlushed) {
+    const bool graceful = GetParam();
+    DAT_LMR_CONTEXT win = lmr(0, 4096, DAT_MEM_PRIV_ALL_FLAG);
+    accept_peer();
+    gate.armed = true;
+    ASSERT_EQ(post(false, {t(win, 0, 64)}, 0, 64, 1), DAT_SUCCESS);
+    ASSERT_EQ(post(true, {t(win, 64, 64)}, 4096, 64, 2), DAT_SUCCESS);
+    ASSERT_EQ(post(false, {t(win, 128, 64)}, 8192, 64, 3), DAT_SUCCESS);
+    ASSERT_TRUE(gate.wait_inside(1));
+    if (graceful) {
+        std::vector<uint8_t> bye = frame(MSG_DISCONNECT, {});
+        peer_send(peer_, bye.data(), bye.size());
+    } else {
+        peer().close(peer_);
+        peer_ = -1;
+    }
+    settle(ia_); /* the progress thread saw the end */
+    gate.release(kPeerWin);
+    EXPECT_EQ(completion(), std::make_pair(uint64_t{1}, DAT_DTO_SUCCESS));
+    EXPECT_EQ(completion(), std::make_pair(uint64_t{2}, DAT_DTO_ERR_FLUSHED));
+    EXPECT_EQ(completion(), std::make_pair(uint64_t{3}, DAT_DTO_ERR_FLUSHED));
+    EXPECT_EQ(next_conn_event(),
+              graceful ? DAT_CONNECTION_EVENT_DISCONNECTED : DAT_CONNECTION_EVENT_BROKEN);
+    std::lock_guard<std::mutex> lk(gate.mu);
+    EXPECT_EQ(rma_calls.size(), 1u) << "a DTO behind the end was carried out";
+}
+
+INSTANTIATE_TEST_SUITE_P(DisconnectOrClose, PeerEndsTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool> &i) {
+                             return std::string(i.param ? "PeerDisconnects" : "PeerCloses");
+                         });
+
 /* Freeing the EP waits the same way and leaves no completion behind. */
 TEST_F(RdmaPathTest, FreeingTheEpWaitsAndCompletesNothing) {
     DAT_LMR_CONTEXT win = lmr(0, 4096, DAT_MEM_PRIV_ALL_FLAG);
