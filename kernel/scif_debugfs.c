@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * debugfs: /sys/kernel/debug/scif/
- *   endpoints    number of endpoints, then one line per endpoint
+ *   endpoints    number of endpoints, then one line per endpoint (with
+ *                its reference count)
  *   stats        counters
  *   nodes        node id and online state
  *   node_lost    write a node id (1..N) to simulate the loss of that node
@@ -29,7 +30,7 @@ static int scif_dbg_endpoints_show(struct seq_file *s, void *unused)
 	list_for_each_entry(ep, &scif_eps, all_link)
 		n++;
 	seq_printf(s, "endpoints: %u\n", n);
-	seq_puts(s, "id\tnode\tport\tstate\tpeer\n");
+	seq_puts(s, "id\tnode\tport\tstate\tpeer\trefs\n");
 	list_for_each_entry(ep, &scif_eps, all_link) {
 		enum scif_ep_state st;
 		struct scif_port_id peer;
@@ -44,9 +45,11 @@ static int scif_dbg_endpoints_show(struct seq_file *s, void *unused)
 			   scif_ep_state_name(st));
 		if (st == SCIFEP_CONNECTED || st == SCIFEP_CONNECTING ||
 		    st == SCIFEP_DISCONNECTED)
-			seq_printf(s, "\t%u:%u\n", peer.node, peer.port);
+			seq_printf(s, "\t%u:%u", peer.node, peer.port);
 		else
-			seq_puts(s, "\t-\n");
+			seq_puts(s, "\t-");
+		/* who holds a leaked endpoint: its references (tests print them) */
+		seq_printf(s, "\t%u\n", refcount_read(&ep->ref));
 	}
 	mutex_unlock(&scif_eps_mutex);
 	return 0;

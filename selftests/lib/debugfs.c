@@ -88,6 +88,20 @@ long long dbg_endpoints(void) {
     return n;
 }
 
+/* Each line of the debugfs endpoints table as a diagnostic. */
+void dbg_endpoints_dump(void) {
+    char line[160];
+    FILE *f = fopen(DBG_DIR "/endpoints", "r");
+
+    if (!f)
+        return;
+    while (fgets(line, sizeof(line), f)) {
+        line[strcspn(line, "\n")] = 0;
+        diag("  %s", line);
+    }
+    fclose(f);
+}
+
 /*
  * KSFT_PASS once the module holds nothing: no endpoint (waited for up to
  * ~20 s), the RMA counters of rma_counters_zero() and no queued DMA batch;
@@ -104,6 +118,7 @@ int all_counters_zero(void) {
     }
     if (ep != 0) {
         diag("endpoints left: %lld", ep);
+        dbg_endpoints_dump();
         return KSFT_FAIL;
     }
     if (rma_counters_zero() != KSFT_PASS)

@@ -343,6 +343,8 @@ int dbg_dma_channel(void);
 
 /* Endpoints the module has (first line of debugfs endpoints), or -1. */
 long long dbg_endpoints(void);
+/* The debugfs endpoints table (states, peers, references) as diagnostics. */
+void dbg_endpoints_dump(void);
 
 /*
  * KSFT_PASS once every RMA counter (rma_inflight, windows, pinned_pages,

@@ -217,6 +217,8 @@ static int counters_same(const struct counters *a, struct counters *b, int n) {
          "%lld, mappings %lld -> %lld, rma_inflight %lld -> %lld",
          n, a->endpoints, b->endpoints, a->windows, b->windows, a->pinned, b->pinned, a->mappings,
          b->mappings, a->inflight, b->inflight);
+    if (a->endpoints != b->endpoints)
+        dbg_endpoints_dump();
     return 0;
 }
 
