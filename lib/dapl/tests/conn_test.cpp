@@ -930,6 +930,41 @@ INSTANTIATE_TEST_SUITE_P(DisconnectOrClose, PeerEndsTest, ::testing::Bool(),
                              return std::string(i.param ? "PeerDisconnects" : "PeerCloses");
                          });
 
+/*
+ * A send posted after the peer's DISCONNECT, while an RDMA write is still
+ * on its way: it completes FLUSHED after the write (post order), nothing
+ * reaches the peer (whose endpoint is still open), and the loss comes
+ * last.
+ */
+TEST_F(RdmaPathTest, ASendAfterThePeerEndedIsFlushedAfterTheRdma) {
+    DAT_LMR_CONTEXT win = lmr(0, 4096, DAT_MEM_PRIV_ALL_FLAG);
+    accept_peer();
+    gate.armed = true;
+    ASSERT_EQ(post(false, {t(win, 0, 64)}, 0, 64, 1), DAT_SUCCESS);
+    ASSERT_TRUE(gate.wait_inside(1));
+    std::vector<uint8_t> bye = frame(MSG_DISCONNECT, {});
+    peer_send(peer_, bye.data(), bye.size());
+    settle(ia_);
+    DAT_LMR_TRIPLET s = t(win, 64, 8);
+    std::thread sender([&] {
+        EXPECT_EQ(ep_post_send(ep_, 1, &s, DAT_DTO_COOKIE{.as_64 = 2}, DAT_COMPLETION_DEFAULT_FLAG),
+                  DAT_SUCCESS);
+    });
+    DAT_EVENT ev;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    EXPECT_EQ(DAT_GET_TYPE(evd_dequeue(dto_evd_, &ev)), DAT_QUEUE_EMPTY)
+        << "a completion before the write's";
+    gate.release(kPeerWin);
+    sender.join();
+    EXPECT_EQ(completion(), std::make_pair(uint64_t{1}, DAT_DTO_SUCCESS));
+    EXPECT_EQ(completion(), std::make_pair(uint64_t{2}, DAT_DTO_ERR_FLUSHED));
+    EXPECT_EQ(next_conn_event(), DAT_CONNECTION_EVENT_DISCONNECTED);
+    MsgHdr h;
+    std::vector<uint8_t> body;
+    while (peer_recv_now(peer_, &h, &body))
+        EXPECT_NE(h.type, MSG_SEND) << "the flushed send reached the peer";
+}
+
 /* Freeing the EP waits the same way and leaves no completion behind. */
 TEST_F(RdmaPathTest, FreeingTheEpWaitsAndCompletesNothing) {
     DAT_LMR_CONTEXT win = lmr(0, 4096, DAT_MEM_PRIV_ALL_FLAG);
