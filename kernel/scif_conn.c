@@ -438,6 +438,12 @@ int scif_accept_req(struct scif_endpt *lep, struct scifioctl_accept *acc)
 	nep->state = SCIFEP_CONNECTED;
 	nep->peer = cep;		/* takes over the queue's reference */
 
+	/*
+	 * Our own reference for the answer: once resolved, the woken
+	 * connector may close at once, and its close drops nep's reference
+	 * (lb_disconnect) and then its last one, before we answer.
+	 */
+	scif_ep_get(cep);
 	if (scif_conn_resolve(cep, lep, nep, 0)) {
 		scif_xprt_conn_answer(cep, 0);
 	} else {
@@ -450,6 +456,7 @@ int scif_accept_req(struct scif_endpt *lep, struct scifioctl_accept *acc)
 		scif_ep_put(cep);
 		scif_ep_rma_disconnect_once(nep);
 	}
+	scif_ep_put(cep);
 
 	/* publish the handle; listener close cleans it up if never used */
 	spin_lock(&scif_accept_lock);

@@ -32,9 +32,12 @@
  * Reference counting: ep->ref counts the file (scif_file), the peer's
  * ep->peer pointer, a listener's pending queue entry (connector), a
  * connector's ep->conn_lep (listener), the accept handle table entry, and
- * any scif_ep_get()/scif_ep_get_peer() taken by RMA.  The last scif_ep_put()
- * calls scif_rma_ep_release() and frees the endpoint; it may sleep, so it is
- * never called with a spinlock held.
+ * any scif_ep_get()/scif_ep_get_peer() taken by RMA.  A reference held
+ * through a wake-up is one's own: an acceptor that hands the queue's
+ * reference on a connector to the accepted endpoint takes another for its
+ * answer, since the woken connector may close and free at once.  The last
+ * scif_ep_put() calls scif_rma_ep_release() and frees the endpoint; it may
+ * sleep, so it is never called with a spinlock held.
  */
 #ifndef SCIF_EP_H
 #define SCIF_EP_H

@@ -5,7 +5,8 @@
  * is blocked in send or recv; a peer process killed with SIGKILL mid-stream
  * (and while a connect waits for its accept); blocking recv, send, accept
  * and connect interrupted by a signal whose handler has no SA_RESTART
- * (EINTR); a forked child sharing an endpoint.
+ * (EINTR); a forked child sharing an endpoint; a connector closing the
+ * moment its connect returns, against the acceptor's answer.
  */
 #include <sys/resource.h>
 
@@ -82,6 +83,60 @@ static int t_many_0_0(void) {
 }
 static int t_many_1_0(void) {
     return many(0, 1);
+}
+
+/*
+ * The connector closes the moment its connect returns, NRACE times: the
+ * acceptor answers the connect after waking the connector, and must not
+ * touch it then (the connector's close may have freed it: a use after free
+ * that KASAN reported in rma/failnth_test, and that left endpoints behind
+ * in CI).  The two threads run on different CPUs, so the woken connector
+ * can close while the acceptor is still between the wake-up and the
+ * answer (under TCG, whose vCPUs take turns, that window is wide).
+ */
+#define NRACE 2000
+
+struct close_race {
+    int listener;
+    int err;
+};
+
+static void *accept_close_loop(void *arg) {
+    struct close_race *r = arg;
+    struct scif_portID peer;
+    int i, nep;
+
+    for (i = 0; i < NRACE; i++) {
+        if (scif_accept(r->listener, &peer, &nep, SCIF_ACCEPT_SYNC) < 0) {
+            r->err = errno;
+            break;
+        }
+        scif_close(nep);
+    }
+    return NULL;
+}
+
+static int t_close_after_connect(void) {
+    struct scif_portID dst = {0, 0};
+    struct close_race r = {0};
+    pthread_t th;
+    uint16_t port;
+    int i, fd;
+
+    r.listener = make_listener(0, 0, 16, &port);
+    CHECK_OK(r.listener);
+    dst.port = port;
+    CHECK(pthread_create(&th, NULL, accept_close_loop, &r) == 0, "pthread_create");
+    for (i = 0; i < NRACE; i++) {
+        fd = ep_open(0);
+        CHECK_OK(fd);
+        CHECK(scif_connect(fd, &dst) >= 0, "connect %d: %s", i, strerror(errno));
+        CHECK_OK(scif_close(fd));
+    }
+    pthread_join(th, NULL);
+    CHECK(!r.err, "accept: %s", strerror(r.err));
+    CHECK_OK(scif_close(r.listener));
+    return all_counters_zero();
 }
 
 struct blocked_op {
@@ -367,6 +422,8 @@ static int t_fork_shared(void) {
 static const struct scif_test tests[] = {
     {"1000 concurrent connections node 0 -> 0, each carries its own data", t_many_0_0, 400},
     {"1000 concurrent connections node 1 -> 0", t_many_1_0, 400},
+    {"connector closing as its connect returns, 2000 times: nothing left, no use after free",
+     t_close_after_connect, 300},
     {"peer close wakes a blocked recv with ECONNRESET", t_close_blocked_recv, 0},
     {"peer close wakes a blocked send with ECONNRESET", t_close_blocked_send, 0},
     {"peer process killed mid-stream (node 0): drain, then ECONNRESET", t_death_0, 0},
