@@ -439,9 +439,10 @@ int scif_accept_req(struct scif_endpt *lep, struct scifioctl_accept *acc)
 	nep->peer = cep;		/* takes over the queue's reference */
 
 	/*
-	 * Our own reference for the answer: once resolved, the woken
-	 * connector may close at once, and its close drops nep's reference
-	 * (lb_disconnect) and then its last one, before we answer.
+	 * Our own reference for the wake-up and the answer: the connector
+	 * sees itself connected as soon as resolve drops its lock, and may
+	 * close at once; its close drops nep's reference (lb_disconnect) and
+	 * then its last one, before we wake or answer it.
 	 */
 	scif_ep_get(cep);
 	if (scif_conn_resolve(cep, lep, nep, 0)) {
