@@ -165,6 +165,15 @@ static std::vector<std::shared_ptr<RdmaJob>> take_finished(RdmaEngine &e, Conn *
 
 /* ---- the workers ------------------------------------------------------------ */
 
+/* Complete jobs taken off c's head, in that order (Ia::mu held since the take). */
+static void complete_taken(const std::vector<std::shared_ptr<RdmaJob>> &done,
+                           const std::shared_ptr<Conn> &c) {
+    for (const std::shared_ptr<RdmaJob> &j : done) {
+        complete_job(*j, j->st);
+        conn_dto_done(j->ep, c);
+    }
+}
+
 /* Complete what finished at c's head (takes Ia::mu). */
 static void complete_finished(Ia *ia, const std::shared_ptr<Conn> &c) {
     std::lock_guard<std::mutex> lk(ia->mu);
@@ -174,10 +183,7 @@ static void complete_finished(Ia *ia, const std::shared_ptr<Conn> &c) {
         done = take_finished(ia->rdma, c.get());
     }
     /* Ia::mu held from take to here: no other completer reorders them. */
-    for (const std::shared_ptr<RdmaJob> &j : done) {
-        complete_job(*j, j->st);
-        conn_dto_done(j->ep, c);
-    }
+    complete_taken(done, c);
 }
 
 static void worker(Ia *ia) {
@@ -292,10 +298,7 @@ void rdma_flush_queued(Ia *ia, const std::shared_ptr<Conn> &c) {
         if (c->running == 0)
             done = take_finished(e, c.get());
     }
-    for (const std::shared_ptr<RdmaJob> &j : done) {
-        complete_job(*j, j->st);
-        conn_dto_done(j->ep, c);
-    }
+    complete_taken(done, c);
 }
 
 void rdma_wait_posted(Ia *ia, Conn *c) {
