@@ -169,15 +169,14 @@ static void *tracked_start(void *p) {
     return s.fn(s.arg);
 }
 
-int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
-                   void *arg) {
+int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg) {
     static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
     struct start *s;
     int r;
 
     if (!real)
-        real = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
-                        void *))next_fn("pthread_create");
+        real = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))next_fn(
+            "pthread_create");
     if (!in_program(fn) || !(s = malloc(sizeof(*s))))
         return real(t, attr, fn, arg);
     s->fn = fn;
@@ -231,8 +230,10 @@ int pthread_mutex_destroy(pthread_mutex_t *m) {
             sleep_us(1000);
         /* Said, so that a dapltest the shim does not fit shows up. */
         if (i == 10000)
-            fprintf(stderr, "dapltest_fix.so: pthread_mutex_destroy(%p) went on after 10 s "
-                            "with another thread's last unlock on it\n", (void *)m);
+            fprintf(stderr,
+                    "dapltest_fix.so: pthread_mutex_destroy(%p) went on after 10 s "
+                    "with another thread's last unlock on it\n",
+                    (void *)m);
     }
     return real(m);
 }
