@@ -276,12 +276,6 @@ static DAT_RETURN post_rdma(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
         return dat_err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG5);
     Ia *ia = ep->ia;
     const DAT_DTOS op = is_read ? DAT_DTO_RDMA_READ : DAT_DTO_RDMA_WRITE;
-    auto job = std::make_shared<RdmaJob>();
-    job->ep = ep;
-    job->is_read = is_read;
-    job->barrier = flags & DAT_COMPLETION_BARRIER_FENCE_FLAG;
-    job->cookie = cookie;
-    job->flags = flags;
     {
         std::unique_lock<std::mutex> lk(ia->mu);
         if ((flags & DAT_COMPLETION_UNSIGNALLED_FLAG) &&
@@ -299,6 +293,20 @@ static DAT_RETURN post_rdma(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
             maxiov = ep->attr.max_request_iov;
         if (n > maxiov)
             return dat_err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
+        /* A job the EP had (rdma_job): given back if the post fails. */
+        std::shared_ptr<RdmaJob> job = rdma_job(ep, (size_t)maxiov);
+        struct GiveBack {
+            Ep *ep;
+            std::shared_ptr<RdmaJob> &job;
+            ~GiveBack() {
+                if (job)
+                    ep->free_jobs.push_back(std::move(job));
+            }
+        } give_back{ep, job};
+        job->is_read = is_read;
+        job->barrier = flags & DAT_COMPLETION_BARRIER_FENCE_FLAG;
+        job->cookie = cookie;
+        job->flags = flags;
         DAT_RETURN r = check_local_iov(
             ep, n, iov, is_read ? DAT_MEM_PRIV_LOCAL_WRITE_FLAG : DAT_MEM_PRIV_NONE_FLAG,
             &job->segs);
@@ -319,6 +327,7 @@ static DAT_RETURN post_rdma(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
             /* lost, RDMA DTOs still on their way: flushed after them */
             if (ep->req_credit->load() >= ep->attr.max_request_dtos)
                 return dat_err(DAT_INSUFFICIENT_RESOURCES);
+            rdma_make_room(ia, c.get());
             ep->req_credit->fetch_add(1);
             c->dtos++;
             job->state = RdmaJob::kDone;
@@ -350,6 +359,7 @@ static DAT_RETURN post_rdma(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
             roff > INT64_MAX - (int64_t)len)
             roff = -1;
         job->roff = roff;
+        rdma_make_room(ia, c.get());
         ep->req_credit->fetch_add(1);
         c->dtos++;
         rdma_post(ia, c, std::move(job), lk);

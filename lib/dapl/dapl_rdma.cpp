@@ -30,6 +30,13 @@
  *      (rdma_flush_queued); they complete FLUSHED after the running ones,
  *      and the last completion reports the loss (conn_dto_done).
  *
+ * Memory: a job goes back to its EP once completed (give_back) and the
+ * next post takes it again (rdma_job); the connection's job list and the
+ * engine's connection list are vectors whose room the post makes before
+ * it counts the DTO (rdma_make_room).  So a post allocates nothing once
+ * the EP has had as many DTOs on their way before, and one that cannot
+ * allocate fails with DAT_INSUFFICIENT_RESOURCES having changed nothing.
+ *
  * DAPLSCIF_RDMA_WORKERS (0 .. 16, default 4, the module's four transfers
  * in flight per endpoint across hosts) sets the number of workers; 0 runs
  * each DTO inside its post call, as before there were workers.
@@ -77,7 +84,7 @@ static DAT_DTO_COMPLETION_STATUS rma_status(int e) {
 static DAT_DTO_COMPLETION_STATUS rdma_run(scif_epd_t epd, const RdmaJob &j) {
     if (j.roff < 0 && j.len)
         return DAT_DTO_ERR_REMOTE_ACCESS;
-    std::vector<Piece> plan;
+    thread_local std::vector<Piece> plan; /* its room kept from job to job */
     iov_plan(j.segs, j.len, &plan);
     const ScifOps &o = scif_ops();
     int64_t roff = j.roff;
@@ -102,6 +109,18 @@ static DAT_DTO_COMPLETION_STATUS rdma_run(scif_epd_t epd, const RdmaJob &j) {
 static void complete_job(const RdmaJob &j, DAT_DTO_COMPLETION_STATUS st) {
     complete_req(j.ep, j.cookie, st, st == DAT_DTO_SUCCESS ? j.len : 0,
                  j.is_read ? DAT_DTO_RDMA_READ : DAT_DTO_RDMA_WRITE, j.flags, true);
+}
+
+/* Room in v for one more element, growing it geometrically (may throw). */
+template <typename T> static void room_for_one(std::vector<T> *v) {
+    if (v->size() == v->capacity())
+        v->reserve(std::max<size_t>(8, 2 * v->size()));
+}
+
+/* A completed job back to its EP (Ia::mu; free_jobs has room for it). */
+static void give_back(std::shared_ptr<RdmaJob> j) {
+    Ep *ep = j->ep;
+    ep->free_jobs.push_back(std::move(j));
 }
 
 /* ---- scheduling (RdmaEngine::mu) ------------------------------------------ */
@@ -141,23 +160,31 @@ static RdmaJob *pick(RdmaEngine &e, std::shared_ptr<Conn> *conn) {
     for (auto it = e.conns.begin(); it != e.conns.end(); ++it) {
         if (RdmaJob *j = startable(**it)) {
             *conn = *it;
-            e.conns.splice(e.conns.end(), e.conns, it);
+            std::rotate(it, it + 1, e.conns.end());
             return j;
         }
     }
     return nullptr;
 }
 
+/* c has no jobs left: off the engine's list. */
+static void conn_idle(RdmaEngine &e, const Conn *c) {
+    e.conns.erase(std::remove_if(e.conns.begin(), e.conns.end(),
+                                 [c](const std::shared_ptr<Conn> &x) { return x.get() == c; }),
+                  e.conns.end());
+}
+
 /* Take c's finished jobs off its head (step 1), to complete in that order. */
 static std::vector<std::shared_ptr<RdmaJob>> take_finished(RdmaEngine &e, Conn *c) {
     std::vector<std::shared_ptr<RdmaJob>> out;
-    while (!c->jobs.empty() && c->jobs.front()->state == RdmaJob::kDone) {
-        out.push_back(std::move(c->jobs.front()));
-        c->jobs.pop_front();
-        c->completed++;
-    }
+    auto first = c->jobs.begin(), end = first;
+    while (end != c->jobs.end() && (*end)->state == RdmaJob::kDone)
+        end++;
+    out.assign(std::make_move_iterator(first), std::make_move_iterator(end));
+    c->jobs.erase(first, end);
+    c->completed += out.size();
     if (c->jobs.empty())
-        e.conns.remove_if([c](const std::shared_ptr<Conn> &x) { return x.get() == c; });
+        conn_idle(e, c);
     if (!out.empty())
         e.idle_cv.notify_all();
     return out;
@@ -171,6 +198,7 @@ static void complete_taken(const std::vector<std::shared_ptr<RdmaJob>> &done,
     for (const std::shared_ptr<RdmaJob> &j : done) {
         complete_job(*j, j->st);
         conn_dto_done(j->ep, c);
+        give_back(j);
     }
 }
 
@@ -230,6 +258,39 @@ static bool workers_up(Ia *ia) {
 
 /* ---- entry points (dapl_scif.h) -------------------------------------------- */
 
+std::shared_ptr<RdmaJob> rdma_job(Ep *ep, size_t maxiov) {
+    std::shared_ptr<RdmaJob> j;
+    if (ep->free_jobs.empty()) {
+        j = std::make_shared<RdmaJob>();
+        j->segs.reserve(maxiov);
+        j->loffs.reserve(maxiov);
+        if (ep->free_jobs.capacity() <= ep->njobs) /* room to give every job back */
+            ep->free_jobs.reserve(std::max<size_t>(8, 2 * ep->njobs));
+        ep->njobs++;
+    } else {
+        j = std::move(ep->free_jobs.back());
+        ep->free_jobs.pop_back();
+        std::vector<Seg> segs = std::move(j->segs);
+        std::vector<int64_t> loffs = std::move(j->loffs);
+        *j = RdmaJob{};
+        j->segs = std::move(segs); /* cleared by the post; their room kept */
+        j->loffs = std::move(loffs);
+        if (j->segs.capacity() < maxiov) { /* the EP's limit was raised */
+            j->segs.reserve(maxiov);
+            j->loffs.reserve(maxiov);
+        }
+    }
+    j->ep = ep;
+    return j;
+}
+
+void rdma_make_room(Ia *ia, Conn *c) {
+    RdmaEngine &e = ia->rdma;
+    std::lock_guard<std::mutex> el(e.mu);
+    room_for_one(&c->jobs);
+    room_for_one(&e.conns);
+}
+
 void rdma_post(Ia *ia, const std::shared_ptr<Conn> &c, std::shared_ptr<RdmaJob> job,
                std::unique_lock<std::mutex> &lk) {
     RdmaEngine &e = ia->rdma;
@@ -251,6 +312,7 @@ void rdma_post(Ia *ia, const std::shared_ptr<Conn> &c, std::shared_ptr<RdmaJob> 
     }
     complete_job(*job, st);
     conn_dto_done(job->ep, c);
+    give_back(std::move(job));
 }
 
 void rdma_drain(Ep *ep, bool report) {
@@ -271,7 +333,7 @@ void rdma_drain(Ep *ep, bool report) {
         jobs.assign(c->jobs.begin(), c->jobs.end());
         c->completed += c->jobs.size();
         c->jobs.clear();
-        e.conns.remove(c);
+        conn_idle(e, c.get());
         e.idle_cv.notify_all();
     }
     for (const std::shared_ptr<RdmaJob> &j : jobs) {
@@ -280,6 +342,7 @@ void rdma_drain(Ep *ep, bool report) {
             complete_job(*j, j->state == RdmaJob::kDone ? j->st : DAT_DTO_ERR_FLUSHED);
         else
             ep->req_credit->fetch_sub(1);
+        give_back(j);
     }
 }
 

@@ -89,7 +89,10 @@ struct LocalWin {
 /*
  * An RDMA read or write posted on a connection and not yet completed
  * (dapl_rdma.cpp).  Everything it needs is taken at post time, so a
- * worker runs it with no lock held.
+ * worker runs it with no lock held.  Jobs are kept by their EP and used
+ * again (Ep::free_jobs): a post allocates only when more RDMA DTOs are on
+ * their way on the EP than ever before, as the spec asks of
+ * dat_ep_post_rdma_read (segs and loffs have room for the EP's limit).
  */
 struct RdmaJob {
     Ep *ep; /* completes on it; the EP flushes its jobs before it lets go */
@@ -135,9 +138,11 @@ struct Conn {
     /*
      * (RdmaEngine::mu) RDMA DTOs posted and not yet completed, in post
      * order; how many of them a worker is running; how many were posted
-     * and completed in all (a send waits for those before it).
+     * and completed in all (a send waits for those before it).  A
+     * vector, its room made before a post counts anything
+     * (rdma_make_room), so that pushing never allocates nor throws.
      */
-    std::deque<std::shared_ptr<RdmaJob>> jobs;
+    std::vector<std::shared_ptr<RdmaJob>> jobs;
     int running = 0;
     uint64_t posted = 0, completed = 0;
     scif_portID peer_id{};
@@ -240,6 +245,13 @@ struct Ep : Obj {
     bool has_deadline = false;                      /* (mu) */
     std::chrono::steady_clock::time_point deadline; /* (mu) */
     Credit req_credit = std::make_shared<std::atomic<int>>(0);
+    /*
+     * (mu) RDMA jobs of this EP not in use, and how many it has in all:
+     * free_jobs has room for every one, so giving one back never
+     * allocates.
+     */
+    std::vector<std::shared_ptr<RdmaJob>> free_jobs;
+    size_t njobs = 0;
     Sp *rsp = nullptr;          /* (mu) RSP reserving this EP */
     bool provider_made = false; /* created by a PSP with PROVIDER flag */
 };
@@ -279,9 +291,9 @@ struct Cr : Obj {
  */
 struct RdmaEngine {
     std::mutex mu;
-    std::condition_variable work_cv;        /* a job may start, or stop */
-    std::condition_variable idle_cv;        /* a job stopped running or completed */
-    std::list<std::shared_ptr<Conn>> conns; /* those with jobs */
+    std::condition_variable work_cv;          /* a job may start, or stop */
+    std::condition_variable idle_cv;          /* a job stopped running or completed */
+    std::vector<std::shared_ptr<Conn>> conns; /* those with jobs (room: rdma_make_room) */
     std::vector<std::thread> workers;
     unsigned nworkers = 0; /* wanted (DAPLSCIF_RDMA_WORKERS); 0: run in the post */
     bool stop = false;
@@ -447,8 +459,19 @@ void complete_req(Ep *ep, DAT_DTO_COOKIE cookie, DAT_DTO_COMPLETION_STATUS st, u
 /* ---- RDMA DTOs (dapl_rdma.cpp) ---------------------------------------------- */
 
 /*
+ * A job for an RDMA DTO on ep of at most maxiov segments (mu): one it had
+ * before, else a new one, with room for maxiov segments (may throw
+ * std::bad_alloc, before the post changed anything).
+ */
+std::shared_ptr<RdmaJob> rdma_job(Ep *ep, size_t maxiov);
+/*
+ * Room for one more job on c (mu), so that rdma_post cannot fail: called
+ * before the post counts the DTO (may throw std::bad_alloc).
+ */
+void rdma_make_room(Ia *ia, Conn *c);
+/*
  * Hand a validated RDMA DTO on c to the workers (mu; counted in c->dtos
- * and the EP's credit already).  With no workers (DAPLSCIF_RDMA_WORKERS=0,
+ * and the EP's credit already, rdma_make_room called).  With no workers (DAPLSCIF_RDMA_WORKERS=0,
  * or none could start) it runs in the caller, Ia::mu dropped meanwhile.
  */
 void rdma_post(Ia *ia, const std::shared_ptr<Conn> &c, std::shared_ptr<RdmaJob> job,

@@ -9,6 +9,7 @@
  */
 #include "dapl_provider.h"
 #include "dapl_scif.h"
+#include "alloc_count.h"
 #include "fake_scif.h"
 
 #include <cerrno>
@@ -738,6 +739,117 @@ TEST_F(RdmaPathTest, ReadsRunSideBySideAndCompleteInPostOrder) {
     for (uint64_t i = 1; i <= 3; i++)
         EXPECT_EQ(completion(), std::make_pair(i, DAT_DTO_SUCCESS));
     EXPECT_EQ(gate.most, 3);
+}
+
+/*
+ * The spec asks a post to avoid allocating: once the EP has had three RDMA
+ * DTOs on their way at once, three more (reads and writes of a
+ * two-segment vector, one segment by its window, one pinned) post without
+ * one operator new on the posting thread, round after round.
+ */
+TEST_F(RdmaPathTest, APostAllocatesNothingOnceTheEpHadAsManyOnTheirWay) {
+    DAT_LMR_CONTEXT win = lmr(0, 3 * 4096, DAT_MEM_PRIV_ALL_FLAG);
+    DAT_LMR_CONTEXT local = lmr(12288, 4096, DAT_MEM_PRIV_LOCAL_WRITE_FLAG);
+    accept_peer();
+    gate.armed = true; /* three on their way at once: the EP's three jobs */
+    for (uint64_t i = 0; i < 3; i++)
+        ASSERT_EQ(post(true, {t(win, i * 4096, 4096)}, i * 4096, 4096, i + 1), DAT_SUCCESS);
+    ASSERT_TRUE(gate.wait_inside(3));
+    {
+        std::lock_guard<std::mutex> lk(gate.mu);
+        gate.armed = false;
+    }
+    for (off_t i = 0; i < 3; i++)
+        gate.release(kPeerWin + i * 4096);
+    for (uint64_t i = 1; i <= 3; i++)
+        ASSERT_EQ(completion(), std::make_pair(i, DAT_DTO_SUCCESS));
+
+    DAT_LMR_TRIPLET iov[2] = {t(win, 100, 100), t(local, 12288, 100)};
+    DAT_RMR_TRIPLET rt{kPeerVa + 4096, 200, kPeerCtx};
+    for (uint64_t round = 1; round <= 3; round++) {
+        size_t news = 0;
+        for (uint64_t i = 0; i < 3; i++) {
+            DAT_DTO_COOKIE c{.as_64 = round * 10 + i};
+            const size_t before = alloc_count::on_this_thread();
+            DAT_RETURN r =
+                i == 1 ? ep_post_rdma_write(ep_, 2, iov, c, &rt, DAT_COMPLETION_DEFAULT_FLAG)
+                       : ep_post_rdma_read(ep_, 2, iov, c, &rt, DAT_COMPLETION_DEFAULT_FLAG);
+            news += alloc_count::on_this_thread() - before;
+            EXPECT_EQ(r, DAT_SUCCESS);
+        }
+        for (uint64_t i = 0; i < 3; i++)
+            EXPECT_EQ(completion(), std::make_pair(round * 10 + i, DAT_DTO_SUCCESS));
+        EXPECT_EQ(news, 0u) << "operator new calls in round " << round << "'s three posts";
+    }
+}
+
+/*
+ * A post that cannot allocate (its nth operator new failing, for every n
+ * until one posts) returns DAT_INSUFFICIENT_RESOURCES having changed
+ * nothing: no completion comes for it, and once the posts that went
+ * through completed the EP has its whole credit back and the connection
+ * no DTO on its way (a leaked count would hold back the loss report).
+ * Twice: with the connection idle (the post's connection joins the
+ * workers' list), and with a read held in progress, so that the post
+ * needs a new job.
+ */
+TEST_F(RdmaPathTest, APostThatCannotAllocateChangesNothing) {
+    DAT_LMR_CONTEXT win = lmr(0, 4096, DAT_MEM_PRIV_ALL_FLAG);
+    DAT_LMR_CONTEXT local = lmr(8192, 4096, DAT_MEM_PRIV_LOCAL_WRITE_FLAG);
+    accept_peer();
+    DAT_LMR_TRIPLET iov[2] = {t(win, 0, 64), t(local, 8192, 64)};
+    DAT_RMR_TRIPLET at0{kPeerVa, 128, kPeerCtx}, at1{kPeerVa + 4096, 128, kPeerCtx};
+    int failed = 0;
+    std::vector<uint64_t> went; /* cookies of the posts that went through */
+    /* Post reads at rt with the nth allocation failing, n = 1, 2, ..., until one
+     * needs fewer; through the provider's table, as a consumer calls it (its guard). */
+    auto failnth = [&](const DAT_RMR_TRIPLET &rt, uint64_t cookie) {
+        for (size_t n = 1; n <= 64; n++) {
+            DAT_DTO_COOKIE c{.as_64 = cookie + n};
+            alloc_count::fail_nth(n);
+            DAT_RETURN r = reinterpret_cast<Obj *>(ep_)->prov->ep_post_rdma_read_func(
+                ep_, 2, iov, c, &rt, DAT_COMPLETION_DEFAULT_FLAG);
+            const bool hit = alloc_count::failed_yet();
+            alloc_count::fail_nth(0);
+            if (r == DAT_SUCCESS) {
+                went.push_back(c.as_64); /* the failure (if any) was not the post's */
+            } else {
+                EXPECT_EQ(DAT_GET_TYPE(r), DAT_INSUFFICIENT_RESOURCES) << "allocation " << n;
+                failed++;
+            }
+            if (!hit)
+                return; /* the post needed fewer than n */
+        }
+        ADD_FAILURE() << "posts still allocating after 64";
+    };
+    ASSERT_EQ(rdma(true, {t(win, 0, 64), t(local, 8192, 64)}, 0, 128), DAT_DTO_SUCCESS);
+    failnth(at0, 100);
+    for (uint64_t c : went)
+        EXPECT_EQ(completion(), std::make_pair(c, DAT_DTO_SUCCESS));
+    went.clear();
+
+    gate.armed = true;
+    gate.release(kPeerWin + 4096);
+    ASSERT_EQ(post(true, {t(win, 0, 64)}, 0, 64, 1), DAT_SUCCESS);
+    ASSERT_TRUE(gate.wait_inside(1));
+    failnth(at1, 200);
+    gate.release(kPeerWin);
+    EXPECT_EQ(completion(), std::make_pair(uint64_t{1}, DAT_DTO_SUCCESS));
+    for (uint64_t c : went)
+        EXPECT_EQ(completion(), std::make_pair(c, DAT_DTO_SUCCESS));
+    EXPECT_GT(failed, 0) << "no allocation of a post failed it";
+
+    Ep *e = reinterpret_cast<Ep *>(ep_);
+    {
+        std::lock_guard<std::mutex> lk(e->ia->mu);
+        EXPECT_EQ(e->req_credit->load(), 0) << "credit the failed posts kept";
+        ASSERT_TRUE(e->conn);
+        EXPECT_EQ(e->conn->dtos, 0) << "DTOs counted on their way by the failed posts";
+    }
+    DAT_EVENT ev;
+    DAT_COUNT nmore;
+    EXPECT_NE(evd_wait(dto_evd_, 0, 1, &ev, &nmore), DAT_SUCCESS)
+        << "a completion for a failed post";
 }
 
 /*
