@@ -21,6 +21,7 @@
 #ifndef DAPL_EVQ_H
 #define DAPL_EVQ_H
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -28,9 +29,9 @@
 #include <condition_variable>
 #include <cstdint>
 #include <ctime>
-#include <deque>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include <linux/futex.h>
 #include <sys/syscall.h>
@@ -56,8 +57,8 @@ class EventQueue {
   public:
     explicit EventQueue(DAT_COUNT qlen) : qlen_(qlen) {}
     ~EventQueue() {
-        for (auto &e : q_)
-            release(e);
+        while (n_)
+            pop(nullptr);
     }
     EventQueue(const EventQueue &) = delete;
     EventQueue &operator=(const EventQueue &) = delete;
@@ -69,7 +70,10 @@ class EventQueue {
      */
     bool push(const DAT_EVENT &ev, bool notify, Credit credit = nullptr) {
         std::lock_guard<std::mutex> lk(mu_);
-        q_.push_back({ev, notify, std::move(credit)});
+        if (n_ == ring_.size())
+            grow();
+        ring_[(head_ + n_) % ring_.size()] = {ev, notify, std::move(credit)};
+        n_++;
         if (notify)
             notify_count_++;
         kick();
@@ -80,7 +84,7 @@ class EventQueue {
         std::lock_guard<std::mutex> lk(mu_);
         if (waiter_)
             return dat_err(DAT_INVALID_STATE);
-        if (q_.empty())
+        if (!n_)
             return dat_err(DAT_QUEUE_EMPTY);
         pop(out);
         return DAT_SUCCESS;
@@ -96,7 +100,7 @@ class EventQueue {
             return dat_err(DAT_INVALID_STATE);
         if (aborted_)
             return dat_err(DAT_ABORT);
-        auto enough = [&] { return (DAT_COUNT)q_.size() >= threshold; };
+        auto enough = [&] { return (DAT_COUNT)n_ >= threshold; };
         bool interrupted = false;
         if (!enough() && timeout_us != 0) {
             waiter_ = true;
@@ -130,12 +134,12 @@ class EventQueue {
             return dat_err(DAT_INVALID_STATE);
         if (!enough()) {
             if (nmore)
-                *nmore = (DAT_COUNT)q_.size();
+                *nmore = (DAT_COUNT)n_;
             return dat_err(interrupted ? DAT_INTERRUPTED_CALL : DAT_TIMEOUT_EXPIRED);
         }
         pop(out);
         if (nmore)
-            *nmore = (DAT_COUNT)q_.size();
+            *nmore = (DAT_COUNT)n_;
         return DAT_SUCCESS;
     }
 
@@ -163,7 +167,7 @@ class EventQueue {
         std::lock_guard<std::mutex> lk(mu_);
         if (qlen <= 0)
             return dat_err(DAT_INVALID_PARAMETER);
-        if ((DAT_COUNT)q_.size() > qlen)
+        if ((DAT_COUNT)n_ > qlen)
             return dat_err(DAT_INVALID_STATE);
         qlen_ = qlen;
         return DAT_SUCCESS;
@@ -171,7 +175,7 @@ class EventQueue {
 
     DAT_COUNT count() {
         std::lock_guard<std::mutex> lk(mu_);
-        return (DAT_COUNT)q_.size();
+        return (DAT_COUNT)n_;
     }
     DAT_COUNT qlen() {
         std::lock_guard<std::mutex> lk(mu_);
@@ -220,13 +224,27 @@ class EventQueue {
     }
 
     void pop(DAT_EVENT *out) {
-        Entry &e = q_.front();
+        Entry &e = ring_[head_];
         if (out)
             *out = e.ev;
         if (e.notify)
             notify_count_--;
         release(e);
-        q_.pop_front();
+        head_ = (head_ + 1) % ring_.size();
+        n_--;
+    }
+    /*
+     * Twice the room, the events moved over in order (mu_ held; may throw
+     * std::bad_alloc, the queue unchanged).  Only when more events are
+     * queued than ever before: a queue that stays within its high water
+     * mark queues without allocating.
+     */
+    void grow() {
+        std::vector<Entry> bigger(std::max<size_t>(16, 2 * ring_.size()));
+        for (size_t i = 0; i < n_; i++)
+            bigger[i] = std::move(ring_[(head_ + i) % ring_.size()]);
+        ring_.swap(bigger);
+        head_ = 0;
     }
 
     std::mutex mu_; /* protects every member below */
@@ -237,9 +255,10 @@ class EventQueue {
      */
     std::atomic<uint32_t> seq_{0};
     std::condition_variable idle_cv_; /* the waiter left */
-    std::deque<Entry> q_;
+    std::vector<Entry> ring_;         /* n_ events from head_ on, wrapping */
+    size_t head_ = 0, n_ = 0;
     DAT_COUNT qlen_;
-    DAT_COUNT notify_count_ = 0; /* notifying events in q_ */
+    DAT_COUNT notify_count_ = 0; /* notifying events queued */
     bool waiter_ = false;
     bool unwaitable_ = false;
     bool aborted_ = false;

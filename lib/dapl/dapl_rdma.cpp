@@ -35,7 +35,9 @@
  * engine's connection list are vectors whose room the post makes before
  * it counts the DTO (rdma_make_room).  So a post allocates nothing once
  * the EP has had as many DTOs on their way before, and one that cannot
- * allocate fails with DAT_INSUFFICIENT_RESOURCES having changed nothing.
+ * allocate fails with DAT_INSUFFICIENT_RESOURCES having changed nothing;
+ * the workers allocate nothing (an exception there would end the
+ * process).
  *
  * DAPLSCIF_RDMA_WORKERS (0 .. 16, default 4, the module's four transfers
  * in flight per endpoint across hosts) sets the number of workers; 0 runs
@@ -77,31 +79,35 @@ static DAT_DTO_COMPLETION_STATUS rma_status(int e) {
 }
 
 /*
- * The SCIF calls of one job: a segment with a window moves by
- * scif_readfrom/scif_writeto between the two windows, one without by
- * scif_vreadfrom/scif_vwriteto (local_windows in dapl_dto.cpp).
+ * The SCIF calls of one job, segment by segment until j.len bytes moved
+ * (as iov_plan cuts them; no plan built, so a worker allocates nothing): a
+ * segment with a window moves by scif_readfrom/scif_writeto between the
+ * two windows, one without by scif_vreadfrom/scif_vwriteto (local_windows
+ * in dapl_dto.cpp).
  */
 static DAT_DTO_COMPLETION_STATUS rdma_run(scif_epd_t epd, const RdmaJob &j) {
     if (j.roff < 0 && j.len)
         return DAT_DTO_ERR_REMOTE_ACCESS;
-    thread_local std::vector<Piece> plan; /* its room kept from job to job */
-    iov_plan(j.segs, j.len, &plan);
     const ScifOps &o = scif_ops();
     int64_t roff = j.roff;
-    for (const Piece &p : plan) {
+    uint64_t left = j.len;
+    for (size_t i = 0; i < j.segs.size() && left; i++) {
+        const size_t len = (size_t)std::min<uint64_t>(j.segs[i].len, left);
+        if (!len)
+            continue;
         int r;
-        if (j.loffs[p.seg] >= 0) {
-            off_t loff = j.loffs[p.seg] + (off_t)p.off;
-            r = j.is_read ? o.readfrom(epd, loff, p.len, roff, SCIF_RMA_SYNC)
-                          : o.writeto(epd, loff, p.len, roff, SCIF_RMA_SYNC);
+        if (j.loffs[i] >= 0) {
+            r = j.is_read ? o.readfrom(epd, j.loffs[i], len, roff, SCIF_RMA_SYNC)
+                          : o.writeto(epd, j.loffs[i], len, roff, SCIF_RMA_SYNC);
         } else {
-            void *addr = reinterpret_cast<void *>(j.segs[p.seg].va + p.off);
-            r = j.is_read ? o.vreadfrom(epd, addr, p.len, roff, SCIF_RMA_SYNC)
-                          : o.vwriteto(epd, addr, p.len, roff, SCIF_RMA_SYNC);
+            void *addr = reinterpret_cast<void *>(j.segs[i].va);
+            r = j.is_read ? o.vreadfrom(epd, addr, len, roff, SCIF_RMA_SYNC)
+                          : o.vwriteto(epd, addr, len, roff, SCIF_RMA_SYNC);
         }
         if (r < 0)
             return rma_status(errno);
-        roff += (int64_t)p.len;
+        roff += (int64_t)len;
+        left -= len;
     }
     return DAT_DTO_SUCCESS;
 }
@@ -174,44 +180,41 @@ static void conn_idle(RdmaEngine &e, const Conn *c) {
                   e.conns.end());
 }
 
-/* Take c's finished jobs off its head (step 1), to complete in that order. */
-static std::vector<std::shared_ptr<RdmaJob>> take_finished(RdmaEngine &e, Conn *c) {
-    std::vector<std::shared_ptr<RdmaJob>> out;
-    auto first = c->jobs.begin(), end = first;
-    while (end != c->jobs.end() && (*end)->state == RdmaJob::kDone)
-        end++;
-    out.assign(std::make_move_iterator(first), std::make_move_iterator(end));
-    c->jobs.erase(first, end);
-    c->completed += out.size();
-    if (c->jobs.empty())
-        conn_idle(e, c);
-    if (!out.empty())
-        e.idle_cv.notify_all();
-    return out;
+/*
+ * Complete the finished jobs at c's head one by one, in post order (step
+ * 1), each taken off under RdmaEngine::mu and given back to its EP after
+ * its completion.  Ia::mu is held throughout, so no other completer
+ * reorders them; one at a time, so that allocating nothing, and a
+ * completion that ends the connection (conn_dto_done, which may drain
+ * c) finds no job of c taken and not completed.
+ */
+static void complete_head(Ia *ia, const std::shared_ptr<Conn> &c) {
+    RdmaEngine &e = ia->rdma;
+    for (;;) {
+        std::shared_ptr<RdmaJob> j;
+        {
+            std::lock_guard<std::mutex> el(e.mu);
+            if (c->jobs.empty() || c->jobs.front()->state != RdmaJob::kDone)
+                return;
+            j = std::move(c->jobs.front());
+            c->jobs.erase(c->jobs.begin());
+            c->completed++;
+            if (c->jobs.empty())
+                conn_idle(e, c.get());
+            e.idle_cv.notify_all();
+        }
+        complete_job(*j, j->st);
+        conn_dto_done(j->ep, c);
+        give_back(std::move(j));
+    }
 }
 
 /* ---- the workers ------------------------------------------------------------ */
 
-/* Complete jobs taken off c's head, in that order (Ia::mu held since the take). */
-static void complete_taken(const std::vector<std::shared_ptr<RdmaJob>> &done,
-                           const std::shared_ptr<Conn> &c) {
-    for (const std::shared_ptr<RdmaJob> &j : done) {
-        complete_job(*j, j->st);
-        conn_dto_done(j->ep, c);
-        give_back(j);
-    }
-}
-
 /* Complete what finished at c's head (takes Ia::mu). */
 static void complete_finished(Ia *ia, const std::shared_ptr<Conn> &c) {
     std::lock_guard<std::mutex> lk(ia->mu);
-    std::vector<std::shared_ptr<RdmaJob>> done;
-    {
-        std::lock_guard<std::mutex> el(ia->rdma.mu);
-        done = take_finished(ia->rdma, c.get());
-    }
-    /* Ia::mu held from take to here: no other completer reorders them. */
-    complete_taken(done, c);
+    complete_head(ia, c);
 }
 
 static void worker(Ia *ia) {
@@ -330,9 +333,8 @@ void rdma_drain(Ep *ep, bool report) {
                 j->state = RdmaJob::kCancelled;
         /* Workers finish a job without Ia::mu: this wait ends. */
         e.idle_cv.wait(el, [&] { return c->running == 0; });
-        jobs.assign(c->jobs.begin(), c->jobs.end());
-        c->completed += c->jobs.size();
-        c->jobs.clear();
+        jobs.swap(c->jobs); /* allocates nothing: c's room goes with them */
+        c->completed += jobs.size();
         conn_idle(e, c.get());
         e.idle_cv.notify_all();
     }
@@ -348,7 +350,6 @@ void rdma_drain(Ep *ep, bool report) {
 
 void rdma_flush_queued(Ia *ia, const std::shared_ptr<Conn> &c) {
     RdmaEngine &e = ia->rdma;
-    std::vector<std::shared_ptr<RdmaJob>> done;
     {
         std::lock_guard<std::mutex> el(e.mu);
         for (std::shared_ptr<RdmaJob> &j : c->jobs) {
@@ -358,10 +359,10 @@ void rdma_flush_queued(Ia *ia, const std::shared_ptr<Conn> &c) {
             }
         }
         /* With one running, its worker completes the rest after it. */
-        if (c->running == 0)
-            done = take_finished(e, c.get());
+        if (c->running != 0)
+            return;
     }
-    complete_taken(done, c);
+    complete_head(ia, c);
 }
 
 void rdma_wait_posted(Ia *ia, Conn *c) {

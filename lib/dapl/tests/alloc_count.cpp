@@ -7,16 +7,19 @@
  */
 #include "alloc_count.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <new>
 
 namespace {
+std::atomic<size_t> all_news;
 thread_local size_t news;
 thread_local size_t fail_at; /* the value of news that fails; 0: none */
 thread_local bool failed;
 
 /* Count one new on this thread: whether it is the one to fail. */
 bool count_one() {
+    all_news.fetch_add(1, std::memory_order_relaxed);
     news++;
     if (fail_at && news == fail_at) {
         fail_at = 0;
@@ -29,6 +32,10 @@ bool count_one() {
 
 size_t alloc_count::on_this_thread() {
     return news;
+}
+
+size_t alloc_count::all_threads() {
+    return all_news.load();
 }
 
 void alloc_count::fail_nth(size_t n) {

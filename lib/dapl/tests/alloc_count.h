@@ -15,6 +15,8 @@ namespace alloc_count {
 
 /* operator new calls made by this thread so far. */
 size_t on_this_thread();
+/* operator new calls made by every thread so far. */
+size_t all_threads();
 
 /*
  * The nth operator new this thread calls from now on fails (throws

@@ -745,7 +745,8 @@ TEST_F(RdmaPathTest, ReadsRunSideBySideAndCompleteInPostOrder) {
  * The spec asks a post to avoid allocating: once the EP has had three RDMA
  * DTOs on their way at once, three more (reads and writes of a
  * two-segment vector, one segment by its window, one pinned) post without
- * one operator new on the posting thread, round after round.
+ * one operator new on the posting thread, round after round, and the
+ * workers carry them out and complete them without one either.
  */
 TEST_F(RdmaPathTest, APostAllocatesNothingOnceTheEpHadAsManyOnTheirWay) {
     DAT_LMR_CONTEXT win = lmr(0, 3 * 4096, DAT_MEM_PRIV_ALL_FLAG);
@@ -766,8 +767,14 @@ TEST_F(RdmaPathTest, APostAllocatesNothingOnceTheEpHadAsManyOnTheirWay) {
 
     DAT_LMR_TRIPLET iov[2] = {t(win, 100, 100), t(local, 12288, 100)};
     DAT_RMR_TRIPLET rt{kPeerVa + 4096, 200, kPeerCtx};
+    {
+        std::lock_guard<std::mutex> lk(gate.mu);
+        rma_calls.reserve(rma_calls.size() + 64); /* the fake's record, on the workers */
+    }
     for (uint64_t round = 1; round <= 3; round++) {
         size_t news = 0;
+        const size_t all_before = alloc_count::all_threads();
+        const size_t mine_before = alloc_count::on_this_thread();
         for (uint64_t i = 0; i < 3; i++) {
             DAT_DTO_COOKIE c{.as_64 = round * 10 + i};
             const size_t before = alloc_count::on_this_thread();
@@ -779,7 +786,11 @@ TEST_F(RdmaPathTest, APostAllocatesNothingOnceTheEpHadAsManyOnTheirWay) {
         }
         for (uint64_t i = 0; i < 3; i++)
             EXPECT_EQ(completion(), std::make_pair(round * 10 + i, DAT_DTO_SUCCESS));
+        const size_t others = (alloc_count::all_threads() - all_before) -
+                              (alloc_count::on_this_thread() - mine_before);
         EXPECT_EQ(news, 0u) << "operator new calls in round " << round << "'s three posts";
+        /* the workers' (the progress thread has nothing to do meanwhile) */
+        EXPECT_EQ(others, 0u) << "operator new calls of other threads in round " << round;
     }
 }
 
@@ -829,7 +840,8 @@ TEST_F(RdmaPathTest, APostThatCannotAllocateChangesNothing) {
     went.clear();
 
     gate.armed = true;
-    gate.release(kPeerWin + 4096);
+    gate.release(kPeerWin + 4096); /* the held read's followers: both their calls pass */
+    gate.release(kPeerWin + 4096 + 64);
     ASSERT_EQ(post(true, {t(win, 0, 64)}, 0, 64, 1), DAT_SUCCESS);
     ASSERT_TRUE(gate.wait_inside(1));
     failnth(at1, 200);

@@ -318,3 +318,33 @@ TEST(EventQueue, Resize) {
     EXPECT_EQ(q.resize(4), DAT_SUCCESS);
     EXPECT_EQ(q.qlen(), 4);
 }
+
+/*
+ * The queue is a ring that grows only past its high water mark: events
+ * stay in order and keep their credits across a wrap and a growth made
+ * while wrapped, and credits of what is left return at destruction.
+ */
+TEST(EventQueue, OrderAndCreditsAcrossWrapAndGrowth) {
+    auto credit = std::make_shared<std::atomic<int>>(0);
+    {
+        EventQueue q(1000);
+        int next_in = 0, next_out = 0;
+        DAT_EVENT e{};
+        for (int round = 0; round < 6; round++) {
+            /* 5 more in than out each round, 16 .. 32 queued: wraps and grows */
+            for (int i = 0; i < 12 + round; i++) {
+                credit->fetch_add(1);
+                q.push(ev(next_in++), true, credit);
+            }
+            for (int i = 0; i < 7 + round; i++) {
+                ASSERT_EQ(q.dequeue(&e), DAT_SUCCESS);
+                EXPECT_EQ(num(e), next_out++);
+            }
+            EXPECT_EQ(q.count(), next_in - next_out);
+            EXPECT_EQ(credit->load(), next_in - next_out);
+        }
+        ASSERT_EQ(q.dequeue(&e), DAT_SUCCESS);
+        EXPECT_EQ(num(e), next_out++);
+    }
+    EXPECT_EQ(credit->load(), 0);
+}
