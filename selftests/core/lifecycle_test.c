@@ -6,7 +6,8 @@
  * (and while a connect waits for its accept); blocking recv, send, accept
  * and connect interrupted by a signal whose handler has no SA_RESTART
  * (EINTR); a forked child sharing an endpoint; a connector closing the
- * moment its connect returns, against the acceptor's answer.
+ * moment its connect returns, against the acceptor's answer; the tests'
+ * connect_pair() when another thread takes its requests.
  */
 #include <sys/resource.h>
 
@@ -422,6 +423,76 @@ static int t_fork_shared(void) {
     return KSFT_PASS;
 }
 
+/*
+ * A thread taking the connection requests of the process's listeners, as
+ * a fuzzer's SCIF_ACCEPTREQ on a reused descriptor number may.  It polls
+ * the low descriptors as connect_pair() polls its listener, and accepts
+ * (never SCIF_ACCEPT_SYNC, which a close in another thread does not end)
+ * on each that has a request: woken by the same request, the two race
+ * for it.  What it takes is left to the listener's close.
+ */
+static int thief_stop;
+static void *thief(void *arg) {
+    long *taken = arg;
+    struct pollfd p[13];
+
+    while (!__atomic_load_n(&thief_stop, __ATOMIC_ACQUIRE)) {
+        for (int i = 0; i < 13; i++)
+            p[i] = (struct pollfd){.fd = 3 + i, .events = POLLIN};
+        if (poll(p, 13, 10) <= 0)
+            continue;
+        for (int i = 0; i < 13; i++) {
+            struct scifioctl_accept a = {0};
+
+            if ((p[i].revents & POLLIN) && ioctl(p[i].fd, SCIF_ACCEPTREQ, &a) == 0)
+                __atomic_fetch_add(taken, 1, __ATOMIC_RELAXED);
+        }
+    }
+    return NULL;
+}
+
+/*
+ * The tests' connect_pair() while another thread takes the requests: it
+ * returns each time, connected or with ECONNABORTED, never waiting for a
+ * request that went elsewhere (CI's PREEMPT_RT run: fuzz_test's rebuild of
+ * a pair hung in a blocking accept whose request a fuzzing call took; it
+ * also failed after 60 s, ETIMEDOUT, when the request went before its
+ * poll).  Then, the thief stopped, it connects.
+ */
+static int t_connect_pair_robbed(void) {
+    long taken = 0;
+    int connected = 0, aborted = 0, s, c, r;
+    pthread_t th;
+
+    thief_stop = 0;
+    CHECK(pthread_create(&th, NULL, thief, &taken) == 0, "pthread_create");
+    r = KSFT_PASS;
+    /* 20 pairs, more (up to 200) until one was taken: the race is not won every time */
+    for (int i = 0; i < 200 && (i < 20 || !aborted) && r == KSFT_PASS; i++) {
+        if (connect_pair(0, 0, &s, &c) == 0) {
+            close(s);
+            close(c);
+            connected++;
+        } else if (errno == ECONNABORTED) {
+            aborted++;
+        } else {
+            diag("connect_pair %d: %s, not ECONNABORTED", i, strerror(errno));
+            r = KSFT_FAIL;
+        }
+    }
+    __atomic_store_n(&thief_stop, 1, __ATOMIC_RELEASE);
+    pthread_join(th, NULL);
+    diag("%d pairs connected, %d aborted; the other thread took %ld requests", connected, aborted,
+         taken);
+    if (r != KSFT_PASS)
+        return r;
+    CHECK(taken > 0 && aborted > 0, "no request was taken from connect_pair: nothing tested");
+    CHECK(connect_pair(0, 0, &s, &c) == 0, "connect_pair after");
+    close(s);
+    close(c);
+    return KSFT_PASS;
+}
+
 static const struct scif_test tests[] = {
     {"1000 concurrent connections node 0 -> 0, each carries its own data", t_many_0_0, 400},
     {"1000 concurrent connections node 1 -> 0", t_many_1_0, 400},
@@ -437,6 +508,9 @@ static const struct scif_test tests[] = {
     {"signal interrupts a blocking accept: EINTR", t_eintr_accept, 0},
     {"signal interrupts a blocking connect: EINTR", t_eintr_connect, 0},
     {"endpoint shared with a forked child keeps working after it exits", t_fork_shared, 0},
+    {"connect_pair while another thread takes every request: returns each time, "
+     "connected or ECONNABORTED",
+     t_connect_pair_robbed, 300},
 };
 
 int main(int argc, char **argv) {

@@ -62,14 +62,15 @@ void *connect_thread(void *arg) {
 
 /*
  * Connected pair: *client acts as @cnode, *server (the accepted endpoint)
- * acts as @snode.  Returns 0, or -1 with a diagnostic.
+ * acts as @snode.  Returns 0, or -1 with a diagnostic and errno set
+ * (ECONNABORTED: the request went to another accept, see below).
  */
 int connect_pair(int snode, int cnode, int *server, int *client) {
     struct connect_job job;
     struct scif_portID peer;
     uint16_t port;
     pthread_t th;
-    int lep, r;
+    int lep, r, err;
 
     lep = make_listener(snode, 0, 16, &port);
     if (lep < 0) {
@@ -95,22 +96,32 @@ int connect_pair(int snode, int cnode, int *server, int *client) {
      * (e.g. ENODEV) no request ever arrives and a blocking accept would hang
      * the test.  The 60 s bound only catches a hang; it is no timing check.
      */
+    /*
+     * Nor in accept once the request is there: another accept on the
+     * listener (a fuzzer's call on a reused descriptor number) may take
+     * it between the poll and ours, and a SCIF_ACCEPT_SYNC accept would
+     * then wait for good.  Ours does not wait (EAGAIN: gone, poll again);
+     * a connect that ended while we have no request was answered
+     * elsewhere, or failed: ECONNABORTED.
+     */
     r = -1;
-    errno = ETIMEDOUT;
+    err = ETIMEDOUT;
     for (int waited = 0; waited < 600; waited++) {
         struct pollfd pfd = {.fd = lep, .events = POLLIN};
 
         if (poll(&pfd, 1, 100) > 0) {
-            r = scif_accept(lep, &peer, server, SCIF_ACCEPT_SYNC);
-            break;
+            r = scif_accept(lep, &peer, server, 0);
+            err = errno;
+            if (r >= 0 || err != EAGAIN)
+                break;
         }
-        if (__atomic_load_n(&job.done, __ATOMIC_ACQUIRE) && job.ret < 0) {
-            errno = ECONNABORTED;
+        if (__atomic_load_n(&job.done, __ATOMIC_ACQUIRE)) {
+            err = ECONNABORTED;
             break;
         }
     }
     if (r < 0)
-        diag("accept on node %d: %s", snode, strerror(errno));
+        diag("accept on node %d: %s", snode, strerror(err));
     close(lep); /* a connector still waiting gets ECONNREFUSED, so join returns */
     pthread_join(th, NULL);
     if (job.ret < 0)
@@ -119,6 +130,7 @@ int connect_pair(int snode, int cnode, int *server, int *client) {
         if (r >= 0)
             close(*server);
         close(job.epd);
+        errno = r < 0 ? err : job.err;
         return -1;
     }
     if (peer.node != cnode) {

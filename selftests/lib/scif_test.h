@@ -225,7 +225,8 @@ void *connect_thread(void *arg);
 
 /*
  * Connected pair: *client acts as @cnode, *server (the accepted endpoint)
- * acts as @snode.  Returns 0, or -1 with a diagnostic.
+ * acts as @snode.  Returns 0, or -1 with a diagnostic and errno set
+ * (ECONNABORTED: another accept on the listener took the request).
  */
 int connect_pair(int snode, int cnode, int *server, int *client);
 
