@@ -296,13 +296,12 @@ static DAT_RETURN post_rdma(DAT_EP_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
         /* A job the EP had (rdma_job): given back if the post fails. */
         std::shared_ptr<RdmaJob> job = rdma_job(ep, (size_t)maxiov);
         struct GiveBack {
-            Ep *ep;
             std::shared_ptr<RdmaJob> &job;
             ~GiveBack() {
                 if (job)
-                    ep->free_jobs.push_back(std::move(job));
+                    rdma_give_back(std::move(job));
             }
-        } give_back{ep, job};
+        } give_back{job};
         job->is_read = is_read;
         job->barrier = flags & DAT_COMPLETION_BARRIER_FENCE_FLAG;
         job->cookie = cookie;

@@ -30,7 +30,7 @@
  *      (rdma_flush_queued); they complete FLUSHED after the running ones,
  *      and the last completion reports the loss (conn_dto_done).
  *
- * Memory: a job goes back to its EP once completed (give_back) and the
+ * Memory: a job goes back to its EP once completed (rdma_give_back) and the
  * next post takes it again (rdma_job); the connection's job list and the
  * engine's connection list are vectors whose room the post makes before
  * it counts the DTO (rdma_make_room).  So a post allocates nothing once
@@ -124,7 +124,7 @@ template <typename T> static void room_for_one(std::vector<T> *v) {
 }
 
 /* A completed job back to its EP (Ia::mu; free_jobs has room for it). */
-static void give_back(std::shared_ptr<RdmaJob> j) {
+void rdma_give_back(std::shared_ptr<RdmaJob> j) {
     Ep *ep = j->ep;
     ep->free_jobs.push_back(std::move(j));
 }
@@ -205,7 +205,7 @@ static void complete_head(Ia *ia, const std::shared_ptr<Conn> &c) {
         }
         complete_job(*j, j->st);
         conn_dto_done(j->ep, c);
-        give_back(std::move(j));
+        rdma_give_back(std::move(j));
     }
 }
 
@@ -315,7 +315,7 @@ void rdma_post(Ia *ia, const std::shared_ptr<Conn> &c, std::shared_ptr<RdmaJob> 
     }
     complete_job(*job, st);
     conn_dto_done(job->ep, c);
-    give_back(std::move(job));
+    rdma_give_back(std::move(job));
 }
 
 void rdma_drain(Ep *ep, bool report) {
@@ -344,7 +344,7 @@ void rdma_drain(Ep *ep, bool report) {
             complete_job(*j, j->state == RdmaJob::kDone ? j->st : DAT_DTO_ERR_FLUSHED);
         else
             ep->req_credit->fetch_sub(1);
-        give_back(j);
+        rdma_give_back(j);
     }
 }
 

@@ -465,6 +465,8 @@ void complete_req(Ep *ep, DAT_DTO_COOKIE cookie, DAT_DTO_COMPLETION_STATUS st, u
  * std::bad_alloc, before the post changed anything).
  */
 std::shared_ptr<RdmaJob> rdma_job(Ep *ep, size_t maxiov);
+/* A job no longer in use back to its EP (mu; never allocates). */
+void rdma_give_back(std::shared_ptr<RdmaJob> j);
 /*
  * Room for one more job on c (mu), so that rdma_post cannot fail: called
  * before the post counts the DTO (may throw std::bad_alloc).
