@@ -347,6 +347,9 @@ DAT_RETURN DAT_API evd_post_se(DAT_EVD_HANDLE h, const DAT_EVENT *ev) {
     if (!ev || ev->event_number != DAT_SOFTWARE_EVENT)
         return dat_err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
     std::lock_guard<std::mutex> lk(e->ia->mu);
+    /* The consumer's own events never overflow its queue (the DAT spec). */
+    if (e->q.count() >= e->q.qlen())
+        return dat_err(DAT_QUEUE_FULL);
     evd_post(e, *ev);
     return DAT_SUCCESS;
 }

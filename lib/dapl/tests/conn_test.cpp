@@ -228,6 +228,30 @@ class ConnTest : public ::testing::Test {
 };
 
 /* A CONN_REQ that arrives in pieces raises one request, only when whole. */
+/* dat_evd_post_se on a full queue: DAT_QUEUE_FULL, nothing queued. */
+TEST_F(ConnTest, PostSeOnAFullQueueIsQueueFull) {
+    DAT_EVD_HANDLE e = DAT_HANDLE_NULL;
+    ASSERT_EQ(evd_create(ia_, 2, DAT_HANDLE_NULL, DAT_EVD_SOFTWARE_FLAG, &e), DAT_SUCCESS);
+    DAT_EVENT ev{};
+    ev.event_number = DAT_SOFTWARE_EVENT;
+    for (uintptr_t i = 1; i <= 2; i++) {
+        ev.event_data.software_event_data.pointer = reinterpret_cast<void *>(i);
+        ASSERT_EQ(evd_post_se(e, &ev), DAT_SUCCESS);
+    }
+    ev.event_data.software_event_data.pointer = reinterpret_cast<void *>(uintptr_t{3});
+    EXPECT_EQ(DAT_GET_TYPE(evd_post_se(e, &ev)), DAT_QUEUE_FULL);
+    DAT_EVENT out{};
+    ASSERT_EQ(evd_dequeue(e, &out), DAT_SUCCESS);
+    EXPECT_EQ(out.event_data.software_event_data.pointer, reinterpret_cast<void *>(uintptr_t{1}));
+    EXPECT_EQ(evd_post_se(e, &ev), DAT_SUCCESS); /* room again */
+    ASSERT_EQ(evd_dequeue(e, &out), DAT_SUCCESS);
+    EXPECT_EQ(out.event_data.software_event_data.pointer, reinterpret_cast<void *>(uintptr_t{2}));
+    ASSERT_EQ(evd_dequeue(e, &out), DAT_SUCCESS);
+    EXPECT_EQ(out.event_data.software_event_data.pointer, reinterpret_cast<void *>(uintptr_t{3}));
+    EXPECT_EQ(DAT_GET_TYPE(evd_dequeue(e, &out)), DAT_QUEUE_EMPTY);
+    EXPECT_EQ(evd_free(e), DAT_SUCCESS);
+}
+
 TEST_F(ConnTest, PartialConnReqThenReject) {
     peer_connects();
     std::vector<uint8_t> req = frame(MSG_CONN_REQ, conn_body(kQual, "hello", 5, {}));
