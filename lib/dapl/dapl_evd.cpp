@@ -223,7 +223,7 @@ DAT_RETURN DAT_API cno_trigger(DAT_CNO_HANDLE h, DAT_EVD_HANDLE *evd) {
 /* ---- EVD ------------------------------------------------------------------ */
 
 DAT_RETURN evd_create_locked(Ia *ia, DAT_COUNT qlen, Cno *cno, DAT_EVD_FLAGS flags, Evd **out) {
-    if (qlen <= 0)
+    if (qlen <= 0 || qlen > kMaxEvdQlen)
         return dat_err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
     auto e = std::make_unique<Evd>(qlen);
     e->flags = flags;

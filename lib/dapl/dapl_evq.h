@@ -53,6 +53,9 @@ constexpr DAT_RETURN dat_err(DAT_RETURN type, unsigned sub = 0) {
  */
 using Credit = std::shared_ptr<std::atomic<int>>;
 
+/* The IA's max_evd_qlen: an EVD is created or resized within it. */
+constexpr DAT_COUNT kMaxEvdQlen = 1 << 20;
+
 class EventQueue {
   public:
     explicit EventQueue(DAT_COUNT qlen) : qlen_(qlen) {}
@@ -165,7 +168,7 @@ class EventQueue {
 
     DAT_RETURN resize(DAT_COUNT qlen) {
         std::lock_guard<std::mutex> lk(mu_);
-        if (qlen <= 0)
+        if (qlen <= 0 || qlen > kMaxEvdQlen)
             return dat_err(DAT_INVALID_PARAMETER);
         if ((DAT_COUNT)n_ > qlen)
             return dat_err(DAT_INVALID_STATE);

@@ -220,7 +220,7 @@ DAT_RETURN DAT_API ia_query(DAT_IA_HANDLE h, DAT_EVD_HANDLE *async_evd, DAT_IA_A
         a->max_rdma_read_per_ep_in = 64;
         a->max_rdma_read_per_ep_out = 64;
         a->max_evds = 1 << 16;
-        a->max_evd_qlen = 1 << 20;
+        a->max_evd_qlen = kMaxEvdQlen;
         a->max_iov_segments_per_dto = 64;
         a->max_lmrs = 1 << 20;
         a->max_lmr_block_size = 0xffffffffu;

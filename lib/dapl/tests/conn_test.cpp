@@ -252,6 +252,20 @@ TEST_F(ConnTest, PostSeOnAFullQueueIsQueueFull) {
     EXPECT_EQ(evd_free(e), DAT_SUCCESS);
 }
 
+/* An EVD's qlen past the IA's max_evd_qlen: refused at create and resize. */
+TEST_F(ConnTest, EvdQlenPastTheIaLimitIsRefused) {
+    DAT_IA_ATTR attr{};
+    ASSERT_EQ(ia_query(ia_, nullptr, DAT_IA_FIELD_ALL, &attr, 0, nullptr), DAT_SUCCESS);
+    const DAT_COUNT max = attr.max_evd_qlen;
+    DAT_EVD_HANDLE e = DAT_HANDLE_NULL;
+    EXPECT_EQ(DAT_GET_TYPE(evd_create(ia_, max + 1, DAT_HANDLE_NULL, DAT_EVD_SOFTWARE_FLAG, &e)),
+              DAT_INVALID_PARAMETER);
+    ASSERT_EQ(evd_create(ia_, max, DAT_HANDLE_NULL, DAT_EVD_SOFTWARE_FLAG, &e), DAT_SUCCESS);
+    EXPECT_EQ(DAT_GET_TYPE(evd_resize(e, max + 1)), DAT_INVALID_PARAMETER);
+    EXPECT_EQ(evd_resize(e, 4), DAT_SUCCESS);
+    EXPECT_EQ(evd_free(e), DAT_SUCCESS);
+}
+
 TEST_F(ConnTest, PartialConnReqThenReject) {
     peer_connects();
     std::vector<uint8_t> req = frame(MSG_CONN_REQ, conn_body(kQual, "hello", 5, {}));
