@@ -264,6 +264,12 @@ TEST_F(ConnTest, EvdQlenPastTheIaLimitIsRefused) {
     EXPECT_EQ(DAT_GET_TYPE(evd_resize(e, max + 1)), DAT_INVALID_PARAMETER);
     EXPECT_EQ(evd_resize(e, 4), DAT_SUCCESS);
     EXPECT_EQ(evd_free(e), DAT_SUCCESS);
+    /* The async EVD that dat_ia_open makes: the same limit. */
+    DAT_EVD_HANDLE async = DAT_HANDLE_NULL;
+    DAT_IA_HANDLE ia2 = DAT_HANDLE_NULL;
+    EXPECT_EQ(DAT_GET_TYPE(ia_open((DAT_NAME_PTR) "ofa-v2-scif", max + 1, &async, &ia2)),
+              DAT_INVALID_PARAMETER);
+    EXPECT_EQ(ia2, DAT_HANDLE_NULL);
 }
 
 TEST_F(ConnTest, PartialConnReqThenReject) {
