@@ -42,12 +42,7 @@ void ep_flush(Ep *ep) {
 void srq_ep_done(Ep *ep) {
     if (!ep->srq)
         return;
-    DAT_EVENT ev;
-    std::memset(&ev, 0, sizeof(ev));
-    ev.event_number = DAT_ASYNC_ERROR_EP_BROKEN;
-    ev.event_data.asynch_error_event_data.dat_handle = ep;
-    ev.event_data.asynch_error_event_data.reason = DAT_EP_OTHER_ERROR;
-    evd_post(ep->ia->async_evd, ev);
+    post_async_error(ep->ia, DAT_ASYNC_ERROR_EP_BROKEN, ep, DAT_EP_OTHER_ERROR);
 }
 
 void ep_drop_conn(Ep *ep) {

@@ -28,6 +28,29 @@ void Cno::trigger(Evd *evd) {
     cv.notify_all();
 }
 
+void post_async_error(Ia *ia, DAT_EVENT_NUMBER num, DAT_HANDLE h, DAT_COUNT reason) {
+    DAT_EVENT ev;
+    std::memset(&ev, 0, sizeof(ev));
+    ev.event_number = num;
+    ev.event_data.asynch_error_event_data.dat_handle = h;
+    ev.event_data.asynch_error_event_data.reason = reason;
+    evd_post(ia->async_evd, ev);
+}
+
+/*
+ * evd dropped an event, its queue full: DAT_ASYNC_ERROR_EVD_OVERFLOW on
+ * the IA's async EVD, naming evd, as Intel's provider reports it.  An
+ * async EVD that overflows itself has nowhere to report to; what it
+ * drops is only counted (EventQueue::dropped) and logged.
+ */
+static void post_overflow(Evd *evd) {
+    Evd *async = evd->ia ? evd->ia->async_evd : nullptr;
+    DSC_DBG("evd %p: full (qlen %d), events dropped, %s", (void *)evd, (int)evd->q.qlen(),
+            async && async != evd ? "reported on the async EVD" : "nowhere to report it");
+    if (async && async != evd)
+        post_async_error(evd->ia, DAT_ASYNC_ERROR_EVD_OVERFLOW, evd, DAT_EVD_OVERFLOW_ERROR);
+}
+
 void evd_post(Evd *evd, const DAT_EVENT &ev_in, bool notify, Credit credit) {
     if (!evd) {
         if (credit)
@@ -38,9 +61,11 @@ void evd_post(Evd *evd, const DAT_EVENT &ev_in, bool notify, Credit credit) {
     ev.evd_handle = evd;
     DSC_DBG("evd %p: event 0x%x%s", (void *)evd, (unsigned)ev.event_number,
             notify ? "" : " (unsignalled)");
-    bool trig = evd->q.push(ev, notify, std::move(credit));
-    if (trig && evd->cno && evd->enabled)
+    EventQueue::Pushed r = evd->q.push(ev, notify, std::move(credit));
+    if (r.trigger && evd->cno && evd->enabled)
         evd->cno->trigger(evd);
+    if (r.overflow)
+        post_overflow(evd);
 }
 
 void post_conn_event(Ep *ep, DAT_EVENT_NUMBER num, const void *pdata, DAT_COUNT plen) {
@@ -348,9 +373,13 @@ DAT_RETURN DAT_API evd_post_se(DAT_EVD_HANDLE h, const DAT_EVENT *ev) {
         return dat_err(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
     std::lock_guard<std::mutex> lk(e->ia->mu);
     /* The consumer's own events never overflow its queue (the DAT spec). */
-    if (e->q.count() >= e->q.qlen())
+    DAT_EVENT own = *ev;
+    own.evd_handle = e;
+    EventQueue::Pushed r = e->q.push_if_room(own);
+    if (!r.queued)
         return dat_err(DAT_QUEUE_FULL);
-    evd_post(e, *ev);
+    if (r.trigger && e->cno && e->enabled)
+        e->cno->trigger(e);
     return DAT_SUCCESS;
 }
 

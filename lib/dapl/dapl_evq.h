@@ -5,7 +5,8 @@
  * Implements the waiting rules of dat_evd_wait(3) and dat_evd_dequeue(3):
  * threshold checks, microsecond timeouts, nmore snapshots, one waiter at a
  * time, unwaitable EVDs, DAT_ABORT for a waiter when the EVD is destroyed,
- * and notification suppression (events queued without waking a waiter).
+ * notification suppression (events queued without waking a waiter), and
+ * overflow: a full queue drops what the provider posts (push()).
  * The queue needs nothing from SCIF, so it is unit tested natively.
  *
  * Waiting: a wait that finds `threshold` events queued returns the first
@@ -66,21 +67,36 @@ class EventQueue {
     EventQueue(const EventQueue &) = delete;
     EventQueue &operator=(const EventQueue &) = delete;
 
+    /* What push() did with an event. */
+    struct Pushed {
+        bool queued = false;   /* false: the queue was full, the event dropped */
+        bool trigger = false;  /* queued, notifies, nobody waiting: trigger the CNO */
+        bool overflow = false; /* dropped, the first since the consumer last took one */
+    };
+
     /*
      * Queue an event.  A notifying event wakes a waiter whose threshold
-     * is reached.  Returns true when nobody is waiting and the event
-     * notifies (the caller then triggers the EVD's CNO).
+     * is reached.  A queue holding qlen events drops the event (its
+     * credit returns at once): the consumer sized the EVD for fewer
+     * events than its EPs and SPs may produce, which the DAT spec makes
+     * an overflow, reported once (overflow) until the consumer takes an
+     * event off the queue, so that a flood does not fill the async EVD
+     * with reports too.
      */
-    bool push(const DAT_EVENT &ev, bool notify, Credit credit = nullptr) {
+    Pushed push(const DAT_EVENT &ev, bool notify, Credit credit = nullptr) {
+        return push_locked(ev, notify, std::move(credit), true);
+    }
+
+    /*
+     * dat_evd_post_se: the consumer's own event is refused (queued false)
+     * when the queue is full; that is no overflow.
+     */
+    Pushed push_if_room(const DAT_EVENT &ev) { return push_locked(ev, true, nullptr, false); }
+
+    /* Events dropped because the queue was full, in all. */
+    uint64_t dropped() {
         std::lock_guard<std::mutex> lk(mu_);
-        if (n_ == ring_.size())
-            grow();
-        ring_[(head_ + n_) % ring_.size()] = {ev, notify, std::move(credit)};
-        n_++;
-        if (notify)
-            notify_count_++;
-        kick();
-        return notify && !waiter_;
+        return dropped_;
     }
 
     DAT_RETURN dequeue(DAT_EVENT *out) {
@@ -194,6 +210,31 @@ class EventQueue {
     }
 
   private:
+    Pushed push_locked(const DAT_EVENT &ev, bool notify, Credit credit, bool overflow) {
+        std::lock_guard<std::mutex> lk(mu_);
+        Pushed r;
+        if ((DAT_COUNT)n_ >= qlen_) {
+            if (!overflow)
+                return r;
+            if (credit)
+                credit->fetch_sub(1);
+            dropped_++;
+            r.overflow = !overflowed_;
+            overflowed_ = true;
+            return r;
+        }
+        if (n_ == ring_.size())
+            grow();
+        ring_[(head_ + n_) % ring_.size()] = {ev, notify, std::move(credit)};
+        n_++;
+        if (notify)
+            notify_count_++;
+        kick();
+        r.queued = true;
+        r.trigger = notify && !waiter_;
+        return r;
+    }
+
     struct Entry {
         DAT_EVENT ev;
         bool notify;
@@ -226,10 +267,13 @@ class EventQueue {
         e.credit.reset();
     }
 
+    /* out: the consumer takes the event (and so may overflow again). */
     void pop(DAT_EVENT *out) {
         Entry &e = ring_[head_];
-        if (out)
+        if (out) {
             *out = e.ev;
+            overflowed_ = false;
+        }
         if (e.notify)
             notify_count_--;
         release(e);
@@ -266,6 +310,8 @@ class EventQueue {
     bool unwaitable_ = false;
     bool aborted_ = false;
     bool restricted_ = false;
+    bool overflowed_ = false; /* dropped one since the consumer last took one */
+    uint64_t dropped_ = 0;
 };
 
 } /* namespace daplscif */

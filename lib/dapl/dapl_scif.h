@@ -405,6 +405,8 @@ void obj_unlink(Obj *o); /* (mu) */
 /* Queue an event on an EVD and trigger its CNO when due (mu). */
 void evd_post(Evd *evd, const DAT_EVENT &ev, bool notify = true, Credit credit = nullptr);
 void post_conn_event(Ep *ep, DAT_EVENT_NUMBER num, const void *pdata = nullptr, DAT_COUNT plen = 0);
+/* An asynchronous error event on the IA's async EVD (mu). */
+void post_async_error(Ia *ia, DAT_EVENT_NUMBER num, DAT_HANDLE h, DAT_COUNT reason);
 void post_dto(Ep *ep, Evd *evd, DAT_DTO_COOKIE cookie, DAT_DTO_COMPLETION_STATUS st, uint64_t len,
               DAT_DTOS op, bool notify, Credit credit = nullptr);
 /* Create an EVD on an IA (mu); destroy one already unlinked (no lock). */

@@ -1166,6 +1166,56 @@ TEST_F(RdmaPathTest, NoWorkersRunsTheDtoInThePost) {
     EXPECT_TRUE(static_cast<Ia *>(ia_)->rdma.workers.empty());
 }
 
+/*
+ * More completions than the request EVD's qlen (8, the EP allowing 1024
+ * DTOs): the queue keeps the first 8, the rest are dropped, their
+ * credits returned, and the async EVD gets one
+ * DAT_ASYNC_ERROR_EVD_OVERFLOW naming the EVD (Intel's provider reports
+ * it there too); once the consumer took events, the EVD queues again,
+ * and a new overflow is reported anew.
+ */
+TEST_F(RdmaPathTest, CompletionsPastTheEvdQlenAreDroppedAndReportedOnTheAsyncEvd) {
+    DAT_LMR_CONTEXT win = lmr(0, 4096, DAT_MEM_PRIV_ALL_FLAG);
+    accept_peer();
+    DAT_EVD_HANDLE async = DAT_HANDLE_NULL;
+    ASSERT_EQ(ia_query(ia_, &async, 0, nullptr, 0, nullptr), DAT_SUCCESS);
+    Evd *evd = static_cast<Evd *>(dto_evd_);
+    /* Bounded: until all n were completed, queued or dropped. */
+    auto all_done = [&](uint64_t n) {
+        for (int ms = 0; ms < kWaitMs && (uint64_t)evd->q.count() + evd->q.dropped() < n; ms++)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        return (uint64_t)evd->q.count() + evd->q.dropped() == n;
+    };
+    Ep *ep = static_cast<Ep *>(ep_);
+    for (uint64_t i = 1; i <= 11; i++)
+        ASSERT_EQ(post(false, {t(win, 0, 64)}, 0, 64, i), DAT_SUCCESS);
+    ASSERT_TRUE(all_done(11)) << evd->q.count() << " queued, " << evd->q.dropped() << " dropped";
+    EXPECT_EQ(evd->q.count(), 8);
+    EXPECT_EQ(ep->req_credit->load(), 8) << "credits of dropped completions kept";
+
+    DAT_EVENT ev;
+    DAT_COUNT nmore = -1;
+    ASSERT_EQ(evd_wait(async, 0, 1, &ev, &nmore), DAT_SUCCESS) << "no overflow reported";
+    EXPECT_EQ(ev.event_number, DAT_ASYNC_ERROR_EVD_OVERFLOW);
+    EXPECT_EQ(ev.event_data.asynch_error_event_data.dat_handle, dto_evd_);
+    EXPECT_EQ(ev.event_data.asynch_error_event_data.reason, DAT_EVD_OVERFLOW_ERROR);
+    EXPECT_EQ(nmore, 0) << "one report per overflow, not one per dropped event";
+
+    for (uint64_t i = 1; i <= 8; i++)
+        EXPECT_EQ(completion(), std::make_pair(i, DAT_DTO_SUCCESS));
+    EXPECT_EQ(DAT_GET_TYPE(evd_dequeue(dto_evd_, &ev)), DAT_QUEUE_EMPTY);
+    EXPECT_EQ(ep->req_credit->load(), 0);
+
+    /* Room again: queued; full again: reported again. */
+    for (uint64_t i = 20; i < 29; i++)
+        ASSERT_EQ(post(false, {t(win, 0, 64)}, 0, 64, i), DAT_SUCCESS);
+    ASSERT_TRUE(all_done(8 + 3 + 1));
+    EXPECT_EQ(completion(), std::make_pair(uint64_t{20}, DAT_DTO_SUCCESS));
+    ASSERT_EQ(evd_dequeue(async, &ev), DAT_SUCCESS) << "the second overflow was not reported";
+    EXPECT_EQ(ev.event_number, DAT_ASYNC_ERROR_EVD_OVERFLOW);
+    EXPECT_EQ(static_cast<Evd *>(dto_evd_)->q.dropped(), 4u);
+}
+
 /* Active side: CONN_REQ carries the qualifier and private data; REJECT ends it. */
 TEST_F(ConnTest, ConnectRejectedByPeer) {
     constexpr DAT_CONN_QUAL q = 815;

@@ -348,3 +348,47 @@ TEST(EventQueue, OrderAndCreditsAcrossWrapAndGrowth) {
     }
     EXPECT_EQ(credit->load(), 0);
 }
+
+/*
+ * A full queue drops what the provider pushes, returns its credit, and
+ * reports the overflow once until the consumer takes an event.
+ */
+TEST(EventQueue, FullQueueDropsAndReportsOnceUntilAnEventIsTaken) {
+    auto credit = std::make_shared<std::atomic<int>>(4);
+    EventQueue q(2);
+    EXPECT_TRUE(q.push(ev(1), true, credit).queued);
+    EXPECT_TRUE(q.push(ev(2), true, credit).queued);
+    EventQueue::Pushed r = q.push(ev(3), true, credit);
+    EXPECT_FALSE(r.queued);
+    EXPECT_FALSE(r.trigger);
+    EXPECT_TRUE(r.overflow);
+    EXPECT_EQ(credit->load(), 3) << "a dropped event keeps its credit";
+    r = q.push(ev(4), true, credit);
+    EXPECT_FALSE(r.queued);
+    EXPECT_FALSE(r.overflow) << "reported twice";
+    EXPECT_EQ(credit->load(), 2);
+    EXPECT_EQ(q.count(), 2);
+    DAT_EVENT e;
+    ASSERT_EQ(q.dequeue(&e), DAT_SUCCESS);
+    EXPECT_EQ(num(e), 1);
+    EXPECT_TRUE(q.push(ev(5), true).queued);
+    r = q.push(ev(6), true);
+    EXPECT_FALSE(r.queued);
+    EXPECT_TRUE(r.overflow) << "an overflow after the consumer took one is new";
+    EXPECT_EQ(q.dropped(), 3u);
+    ASSERT_EQ(q.dequeue(&e), DAT_SUCCESS);
+    EXPECT_EQ(num(e), 2);
+    ASSERT_EQ(q.dequeue(&e), DAT_SUCCESS);
+    EXPECT_EQ(num(e), 5);
+}
+
+/* dat_evd_post_se's push: refused on a full queue, and that is no overflow. */
+TEST(EventQueue, PushIfRoomRefusesWithoutOverflow) {
+    EventQueue q(1);
+    EXPECT_TRUE(q.push_if_room(ev(1)).queued);
+    EventQueue::Pushed r = q.push_if_room(ev(2));
+    EXPECT_FALSE(r.queued);
+    EXPECT_FALSE(r.overflow);
+    EXPECT_EQ(q.dropped(), 0u);
+    EXPECT_TRUE(q.push(ev(3), true).overflow) << "the refusal counted as an overflow";
+}
