@@ -389,6 +389,8 @@ int scif_accept_drop(u64 handle)
 int scif_accept_req(struct scif_endpt *lep, struct scifioctl_accept *acc)
 {
 	struct scif_endpt *cep, *nep;
+	unsigned int flushes = 0;
+	bool waited = false;
 	u64 handle;
 	int ret;
 
@@ -399,6 +401,15 @@ int scif_accept_req(struct scif_endpt *lep, struct scifioctl_accept *acc)
 		if (lep->state != SCIFEP_LISTENING) {
 			spin_unlock(&lep->lock);
 			return -EINVAL;
+		}
+		if (!waited) {
+			/* a close in this process from now on ends the wait */
+			lep->acc_files = current->files;
+			flushes = lep->acc_flushes;
+			waited = true;
+		} else if (lep->acc_flushes != flushes) {
+			spin_unlock(&lep->lock);
+			return -EINTR;
 		}
 		cep = list_first_entry_or_null(&lep->pending,
 					       struct scif_endpt, req_link);
@@ -416,7 +427,8 @@ int scif_accept_req(struct scif_endpt *lep, struct scifioctl_accept *acc)
 		ret = wait_event_interruptible(lep->wq,
 			!list_empty_careful(&lep->pending) ||
 			READ_ONCE(lep->state) != SCIFEP_LISTENING ||
-			!READ_ONCE(lep->node->online));
+			!READ_ONCE(lep->node->online) ||
+			READ_ONCE(lep->acc_flushes) != flushes);
 		if (ret)
 			return ret;
 	}

@@ -136,6 +136,13 @@ struct scif_endpt {
 	int backlog;
 	int nr_pending;
 	struct list_head pending;	/* connectors, each counted */
+	/*
+	 * The files table of the last accept that waited (compared, never
+	 * dereferenced), and a count of the closes that ended the waits:
+	 * close(2) in that process wakes them with -EINTR (scif_fop_flush).
+	 */
+	fl_owner_t acc_files;
+	unsigned int acc_flushes;
 
 	/* ---- protected by scif_accept_lock ---- */
 	struct list_head accepted;	/* listener: accepted, unregistered */

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * File operations of the node devices: open creates an endpoint, release
- * closes it, ioctl dispatches (SCIF_REG and later go to the RMA subsystem),
+ * File operations of the node devices: open creates an endpoint, flush
+ * ends a listener's accept waiting in the closing process, release closes
+ * it, ioctl dispatches (SCIF_REG and later go to the RMA subsystem),
  * poll reports the endpoint's readiness, mmap goes to the RMA subsystem.
  */
 #include <linux/fs.h>
@@ -53,6 +54,32 @@ static int scif_fop_release(struct inode *inode, struct file *file)
 	}
 	scif_fs_inode_put(sf->inode);
 	kfree(sf);
+	return 0;
+}
+
+/*
+ * Every close(2) of a descriptor of the file, before the last one's
+ * release.  An accept waiting on a listener holds the file, so without
+ * this a close in another thread would neither end the accept nor the
+ * listener.  As in the Linux 5.9 driver, a close by the process whose
+ * thread waits (its files table, @id) wakes the wait, which returns
+ * -EINTR; once the accept is out, the last close's release ends the
+ * listener.  A close in another process (a forked child's copy) does not.
+ */
+static int scif_fop_flush(struct file *file, fl_owner_t id)
+{
+	struct scif_file *sf = file->private_data;
+	struct scif_endpt *ep = READ_ONCE(sf->ep);
+	bool wake = false;
+
+	spin_lock(&ep->lock);
+	if (ep->state == SCIFEP_LISTENING && ep->acc_files == id) {
+		WRITE_ONCE(ep->acc_flushes, ep->acc_flushes + 1);
+		wake = true;
+	}
+	spin_unlock(&ep->lock);
+	if (wake)
+		wake_up_all(&ep->wq);
 	return 0;
 }
 
@@ -241,6 +268,7 @@ static int scif_fop_mmap(struct file *file, struct vm_area_struct *vma)
 const struct file_operations scif_fops = {
 	.owner = THIS_MODULE,
 	.open = scif_fop_open,
+	.flush = scif_fop_flush,
 	.release = scif_fop_release,
 	.unlocked_ioctl = scif_fop_ioctl,
 	.poll = scif_fop_poll,

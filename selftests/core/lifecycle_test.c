@@ -5,11 +5,13 @@
  * is blocked in send or recv; a peer process killed with SIGKILL mid-stream
  * (and while a connect waits for its accept); blocking recv, send, accept
  * and connect interrupted by a signal whose handler has no SA_RESTART
- * (EINTR); a forked child sharing an endpoint; a connector closing the
+ * (EINTR), and a blocking accept ended by its listener's close in another
+ * thread (EINTR); a forked child sharing an endpoint; a connector closing the
  * moment its connect returns, against the acceptor's answer; the tests'
  * connect_pair() when another thread takes its requests.
  */
 #include <sys/resource.h>
+#include <sys/syscall.h>
 
 #include "scif_test.h"
 
@@ -303,6 +305,7 @@ struct intr_job {
     struct scif_portID dst;
     int ret, err;
     volatile int done;
+    pid_t tid; /* the thread's, once it runs */
 };
 
 static void *intr_thread(void *arg) {
@@ -311,6 +314,7 @@ static void *intr_thread(void *arg) {
     struct scif_portID peer;
     int n;
 
+    __atomic_store_n(&j->tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
     switch (j->op) {
     case 0:
         j->ret = scif_recv(j->epd, big, 10, SCIF_RECV_BLOCK);
@@ -401,6 +405,121 @@ static int t_eintr_connect(void) {
     j.dst.port = port;
     r = interrupt(&j, "connect");
     return r;
+}
+
+/* The state letter of thread tid of this process ('S' sleeping), 0 if unknown. */
+static char task_state(pid_t tid) {
+    char path[64], buf[512], *p;
+    ssize_t n;
+    int fd;
+
+    snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+    fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return 0;
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    p = strrchr(buf, ')');
+    return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/* Start intr_thread on j and wait until it sleeps (in its call); its tid. */
+static pid_t start_blocked(struct intr_job *j, pthread_t *th) {
+    pid_t tid = 0;
+    int i;
+
+    if (pthread_create(th, NULL, intr_thread, j) != 0)
+        return 0;
+    for (i = 0; i < 1000 && !(tid = __atomic_load_n(&j->tid, __ATOMIC_ACQUIRE)); i++)
+        sleep_ms(10);
+    for (i = 0; i < 1000 && task_state(tid) != 'S'; i++)
+        sleep_ms(10);
+    sleep_ms(50);
+    return tid;
+}
+
+/*
+ * A close of the listener in the process whose other thread waits in a
+ * blocking accept ends that accept with EINTR, and the listener goes (its
+ * port binds again), as in Intel's driver (its flush).  Before, the
+ * accept's hold on the file kept both waiting for good: a server thread
+ * stopped by closing its listener never ended.
+ */
+static int t_close_wakes_accept(void) {
+    struct intr_job j = {0};
+    struct scif_portID dst = {0, 0};
+    uint16_t port;
+    pthread_t th;
+    int i, l2, c;
+
+    j.op = 1;
+    j.epd = make_listener(0, 0, 4, &port);
+    CHECK_OK(j.epd);
+    dst.port = port;
+    /* a close before the accept starts would give EBADF */
+    CHECK(start_blocked(&j, &th), "pthread_create");
+    CHECK(!j.done, "accept returned %d (%s) before the close", j.ret, strerror(j.err));
+    CHECK_OK(close(j.epd));
+    for (i = 0; i < 1000 && !j.done; i++)
+        sleep_ms(10);
+    if (!j.done) {
+        /* release the thread: the listener still listens */
+        c = scif_open();
+        if (c >= 0) {
+            scif_connect(c, &dst);
+            pthread_join(th, NULL);
+            close(j.ret);
+            close(c);
+        }
+        diag("an accept blocked on a listener this process closed still waits after 10 s "
+             "(Intel's driver ends it with EINTR)");
+        return KSFT_FAIL;
+    }
+    pthread_join(th, NULL);
+    CHECK(j.ret == -1 && j.err == EINTR, "accept returned %d errno %s, not EINTR", j.ret,
+          strerror(j.err));
+    l2 = make_listener(0, port, 4, NULL);
+    CHECK(l2 >= 0, "port %u does not bind again after the close: %s", port, strerror(errno));
+    close(l2);
+    return KSFT_PASS;
+}
+
+/*
+ * A forked child closing its copy of the listener is another process: the
+ * parent's blocking accept keeps waiting, and takes the next request.
+ */
+static int t_child_close_keeps_accept(void) {
+    struct intr_job j = {0};
+    struct scif_portID dst = {0, 0};
+    uint16_t port;
+    pthread_t th;
+    int status, c;
+    pid_t pid;
+
+    j.op = 1;
+    j.epd = make_listener(0, 0, 4, &port);
+    CHECK_OK(j.epd);
+    dst.port = port;
+    CHECK(start_blocked(&j, &th), "pthread_create");
+    pid = fork();
+    CHECK(pid >= 0, "fork");
+    if (pid == 0)
+        _exit(close(j.epd) == 0 ? 0 : 1);
+    CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && !WEXITSTATUS(status),
+          "the child's close failed");
+    sleep_ms(200);
+    CHECK(!j.done, "the child's close ended the parent's accept: %d (%s)", j.ret, strerror(j.err));
+    c = scif_open();
+    CHECK_OK(c);
+    CHECK_OK(scif_connect(c, &dst));
+    pthread_join(th, NULL);
+    CHECK(j.ret == 0, "the accept after the child's close: %d (%s)", j.ret, strerror(j.err));
+    close(c);
+    close(j.epd);
+    return KSFT_PASS;
 }
 
 /* A descriptor inherited across fork works in the child and survives its exit. */
@@ -507,6 +626,10 @@ static const struct scif_test tests[] = {
     {"signal interrupts a blocking send on a full ring: EINTR", t_eintr_send, 0},
     {"signal interrupts a blocking accept: EINTR", t_eintr_accept, 0},
     {"signal interrupts a blocking connect: EINTR", t_eintr_connect, 0},
+    {"close of the listener in the accepting process ends a blocking accept: EINTR, port free",
+     t_close_wakes_accept, 0},
+    {"close of the listener in a forked child leaves the parent's blocking accept waiting",
+     t_child_close_keeps_accept, 0},
     {"endpoint shared with a forked child keeps working after it exits", t_fork_shared, 0},
     {"connect_pair while another thread takes every request: returns each time, "
      "connected or ECONNABORTED",
