@@ -251,10 +251,15 @@
  *     SRD_DIRECT_WR_MIN bytes each, more where the SGE limit cuts them),
  *     straight between the caller's pages (SGE lists of the local DMA key,
  *     as in step 20: no registration) and the window, in the call's
- *     pipeline like a request.  A direct WRITE's completion comes once the
- *     owner's device acknowledged it, and the owner sees its data before
- *     any frame sent after it on the link (RC ordering), so a fence
- *     signal or message after a write still follows its data.  A failed
+ *     pipeline like a request.  On iWARP a small read goes by steps 19-21
+ *     instead: a READ's sink there must be an MR, not the bounce buffer
+ *     (a large read's sink is one, srd_map_local()), and Soft-iWARP's
+ *     siw_try_1seg() corrupts a READ response of at most 32 bytes that
+ *     crosses a page of its MR, which a small direct read may be.  A
+ *     direct WRITE's completion comes once the owner's device
+ *     acknowledged it, and the owner sees its data before any frame sent
+ *     after it on the link (RC ordering), so a fence signal or message
+ *     after a write still follows its data.  A failed
  *     RDMA ends the link (step 8; the call gets ECONNRESET), as any does.
  *     Any other call, and any part of one that starts outside every key,
  *     goes by steps 19-22.

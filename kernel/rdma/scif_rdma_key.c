@@ -663,6 +663,13 @@ int srd_direct_small(struct srd_ka *ka, u64 gen, u64 serial, u64 roff,
 	void *buf;
 	int ret;
 
+	/*
+	 * On iWARP a READ's sink must be an MR (the response arrives as the
+	 * peer's tagged writes), not this bounce buffer of the local DMA
+	 * key: a small read goes inline there.
+	 */
+	if (!write && ka->iwarp)
+		return -ENOENT;
 	k = srd_key_get(ka, serial, write ? SRD_KEY_WRITE : SRD_KEY_READ,
 			roff, &n, &raddr, &rkey);
 	if (k && n < len) {
