@@ -306,13 +306,13 @@ struct intr_job {
     int ret, err;
     volatile int done;
     pid_t tid; /* the thread's, once it runs */
+    int nepd;  /* op 1: the accepted endpoint, -1 if none */
 };
 
 static void *intr_thread(void *arg) {
     struct intr_job *j = arg;
     static char big[1 << 20];
     struct scif_portID peer;
-    int n;
 
     __atomic_store_n(&j->tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
     switch (j->op) {
@@ -320,7 +320,8 @@ static void *intr_thread(void *arg) {
         j->ret = scif_recv(j->epd, big, 10, SCIF_RECV_BLOCK);
         break;
     case 1:
-        j->ret = scif_accept(j->epd, &peer, &n, SCIF_ACCEPT_SYNC);
+        j->nepd = -1;
+        j->ret = scif_accept(j->epd, &peer, &j->nepd, SCIF_ACCEPT_SYNC);
         break;
     case 2:
         j->ret = scif_connect(j->epd, &j->dst);
@@ -471,7 +472,8 @@ static int t_close_wakes_accept(void) {
         if (c >= 0) {
             scif_connect(c, &dst);
             pthread_join(th, NULL);
-            close(j.ret);
+            if (j.nepd >= 0)
+                close(j.nepd);
             close(c);
         }
         diag("an accept blocked on a listener this process closed still waits after 10 s "
@@ -517,6 +519,7 @@ static int t_child_close_keeps_accept(void) {
     CHECK_OK(scif_connect(c, &dst));
     pthread_join(th, NULL);
     CHECK(j.ret == 0, "the accept after the child's close: %d (%s)", j.ret, strerror(j.err));
+    close(j.nepd);
     close(c);
     close(j.epd);
     return KSFT_PASS;
