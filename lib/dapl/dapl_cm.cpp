@@ -148,18 +148,28 @@ static DAT_RETURN do_connect(Ep *ep, uint16_t node, bool reachable, DAT_CONN_QUA
         ep->local_qual = port_to_qual((uint16_t)port);
         c->owner = ep;
         ep->conn = c;
-        if (timeout != DAT_TIMEOUT_INFINITE) {
-            ep->has_deadline = true;
-            ep->deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(timeout);
-        }
         mrs = mr_snapshot(ia, ep->pz);
     }
     int r;
     {
         std::lock_guard<std::mutex> op(c->op_mu);
         mr_register(c, &mrs, ia);
+        /*
+         * The timeout bounds the wait for the peer's answer, as a CM's
+         * does, so it starts once our windows are registered: pinning a
+         * large LMR is ours and can take longer than the timeout.  The
+         * answer cannot come before the request leaves.
+         */
+        if (timeout != DAT_TIMEOUT_INFINITE) {
+            std::lock_guard<std::mutex> lk(ia->mu);
+            if (ep->conn == c && ep->state == DAT_EP_STATE_ACTIVE_CONNECTION_PENDING) {
+                ep->has_deadline = true;
+                ep->deadline =
+                    std::chrono::steady_clock::now() + std::chrono::microseconds(timeout);
+            }
+        }
         std::vector<uint8_t> body = conn_body(qual, pdata, plen, mrs);
-        r = send_msg(epd, MSG_CONN_REQ, 0, 0, body.data(), body.size());
+        r = send_msg(epd, MSG_CONN_REQ, MSGF_KNOWS_ACCEPTING, 0, body.data(), body.size());
     }
     std::lock_guard<std::mutex> lk(ia->mu);
     if (r)
@@ -428,6 +438,7 @@ DAT_RETURN DAT_API cr_accept(DAT_CR_HANDLE h, DAT_EP_HANDLE eph, DAT_COUNT plen,
     }
     std::shared_ptr<Conn> c;
     std::vector<MrInfo> mrs;
+    bool tell_accepting = false;
     /* Copy first: consumers often answer with the CR's own buffer. */
     std::vector<uint8_t> pd(static_cast<const uint8_t *>(pdata),
                             static_cast<const uint8_t *>(pdata) + plen);
@@ -468,6 +479,7 @@ DAT_RETURN DAT_API cr_accept(DAT_CR_HANDLE h, DAT_EP_HANDLE eph, DAT_COUNT plen,
         ep->state = DAT_EP_STATE_CONNECTED;
         c->accepting = true;
         mrs = mr_snapshot(ia, ep->pz);
+        tell_accepting = c->knows_accepting && !mrs.empty();
         obj_unlink(cr);
         delete cr;
     }
@@ -475,6 +487,13 @@ DAT_RETURN DAT_API cr_accept(DAT_CR_HANDLE h, DAT_EP_HANDLE eph, DAT_COUNT plen,
     bool est;
     {
         std::lock_guard<std::mutex> op(c->op_mu);
+        /*
+         * Registering our windows may outlast the peer's connect
+         * timeout: tell it first that it is accepted.  A failed send
+         * shows again at ACCEPT's.
+         */
+        if (tell_accepting)
+            (void)send_msg(c->epd(), MSG_CONN_ACCEPTING, 0, 0, nullptr, 0);
         mr_register(c, &mrs, ia);
         std::vector<uint8_t> body = conn_body(0, pd.data(), plen, mrs);
         {

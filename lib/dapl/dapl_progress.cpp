@@ -26,16 +26,17 @@ void Ia::sync_progress(uint64_t since) {
 }
 
 /* A passive connection sent CONN_REQ: raise the request event (mu). */
-static void got_conn_req(Ia *ia, const std::shared_ptr<Conn> &c, size_t len) {
+static void got_conn_req(Ia *ia, const std::shared_ptr<Conn> &c, const MsgHdr &h) {
     ConnBody b;
     std::vector<uint8_t> pdata;
     std::vector<MrInfo> mrs;
-    if (c->got_req || c->owner || !parse_body(c->rbuf, len, &b, &pdata, &mrs) || !c->sp ||
+    if (c->got_req || c->owner || !parse_body(c->rbuf, h.len, &b, &pdata, &mrs) || !c->sp ||
         !sp_alive(ia, c->sp)) {
         conn_lost(ia, c, false);
         return;
     }
     c->got_req = true;
+    c->knows_accepting = (h.flags & MSGF_KNOWS_ACCEPTING) != 0;
     DSC_DBG("epd %d: connection request on sp %p (qual %llu), evd %p", c->epd(), (void *)c->sp,
             (unsigned long long)c->sp->qual, (void *)c->sp->evd);
     peer_add(c.get(), mrs.data(), mrs.size());
@@ -84,7 +85,19 @@ static void handle_msg(Ia *ia, const std::shared_ptr<Conn> &c, const MsgHdr &h) 
             ep ? (int)ep->state : -1);
     switch (h.type) {
     case MSG_CONN_REQ:
-        got_conn_req(ia, c, h.len);
+        got_conn_req(ia, c, h);
+        break;
+    case MSG_CONN_ACCEPTING:
+        /*
+         * The peer accepted and is registering its windows: the connect
+         * timeout, a bound on the wait for the peer's answer, is over.
+         * A peer that dies meanwhile still ends the connect.
+         */
+        if (!ep || ep->state != DAT_EP_STATE_ACTIVE_CONNECTION_PENDING || h.len) {
+            conn_lost(ia, c, false);
+            break;
+        }
+        ep->has_deadline = false;
         break;
     case MSG_CONN_ACCEPT:
     case MSG_CONN_REJECT: {

@@ -116,11 +116,12 @@ struct Conn {
     std::shared_ptr<ScifEp> ep;
     std::mutex op_mu; /* serializes what this connection sends */
     /* fields below: (mu) of the owning IA */
-    Ep *owner = nullptr;  /* the EP using it, once accepted/connecting */
-    Cr *cr = nullptr;     /* passive: the pending connection request */
-    Sp *sp = nullptr;     /* passive: the service point it arrived on */
-    bool dead = false;    /* reset, or we dropped it */
-    bool got_req = false; /* passive: CONN_REQ seen */
+    Ep *owner = nullptr;          /* the EP using it, once accepted/connecting */
+    Cr *cr = nullptr;             /* passive: the pending connection request */
+    Sp *sp = nullptr;             /* passive: the service point it arrived on */
+    bool dead = false;            /* reset, or we dropped it */
+    bool got_req = false;         /* passive: CONN_REQ seen */
+    bool knows_accepting = false; /* passive: CONN_REQ had MSGF_KNOWS_ACCEPTING */
     /*
      * A loss seen while the connection is busy only marks it dead and
      * records how it ended in lost_graceful; the events come once it is

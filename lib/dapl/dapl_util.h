@@ -129,10 +129,19 @@ enum MsgType : uint16_t {
     MSG_MR_ADD = 5,      /* MrInfo[] */
     MSG_MR_DEL = 6,      /* arg = context id */
     MSG_DISCONNECT = 7,  /* graceful close */
+    /*
+     * passive -> active, no body: the request is accepted and CONN_ACCEPT
+     * follows once the accepting side's windows are registered, which
+     * for a large LMR can take longer than the connect timeout.  Sent
+     * only to a peer whose CONN_REQ has MSGF_KNOWS_ACCEPTING (a version
+     * without it takes an unknown type for a broken protocol).
+     */
+    MSG_CONN_ACCEPTING = 8,
 };
 
 enum MsgFlags : uint16_t {
-    MSGF_SOLICITED = 1,
+    MSGF_SOLICITED = 1,       /* SEND */
+    MSGF_KNOWS_ACCEPTING = 2, /* CONN_REQ: the sender understands CONN_ACCEPTING */
 };
 
 struct MsgHdr {

@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <cstring>
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -44,10 +45,11 @@ const ScifOps &peer() {
 }
 
 /* A framed message as the provider frames it. */
-std::vector<uint8_t> frame(uint16_t type, const std::vector<uint8_t> &body) {
+std::vector<uint8_t> frame(uint16_t type, const std::vector<uint8_t> &body, uint16_t flags = 0) {
     MsgHdr h{};
     h.magic = kMagic;
     h.type = type;
+    h.flags = flags;
     h.len = (uint32_t)body.size();
     std::vector<uint8_t> v(sizeof(h) + body.size());
     std::memcpy(v.data(), &h, sizeof(h));
@@ -159,6 +161,8 @@ class ConnTest : public ::testing::Test {
     void TearDown() override {
         if (peer_ >= 0)
             peer().close(peer_);
+        if (listener_ >= 0)
+            peer().close(listener_);
         if (ia_) {
             EXPECT_EQ(ia_close(ia_, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
         }
@@ -176,6 +180,29 @@ class ConnTest : public ::testing::Test {
         ASSERT_GE(peer().connect(peer_, &dst), 0);
     }
 
+    /*
+     * ep_ connects (timeout in us, private data) to a listener the peer
+     * made on q; the peer accepts and reads the request into *h, *body.
+     */
+    void connect_to_peer(DAT_CONN_QUAL q, DAT_TIMEOUT timeout, MsgHdr *h,
+                         std::vector<uint8_t> *body, DAT_COUNT plen = 0,
+                         const char *pdata = nullptr) {
+        listener_ = peer().open();
+        ASSERT_GE(listener_, 0);
+        ASSERT_EQ(peer().bind(listener_, qual_to_port(q)), qual_to_port(q));
+        ASSERT_EQ(peer().listen(listener_, 1), 0);
+        sockaddr_in sa{};
+        node_to_sockaddr(0, &sa);
+        ASSERT_EQ(ep_connect(ep_, (DAT_IA_ADDRESS_PTR)&sa, q, timeout, plen, (DAT_PVOID)pdata,
+                             DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
+                  DAT_SUCCESS);
+        ASSERT_TRUE(peer_readable(listener_));
+        scif_portID from;
+        ASSERT_EQ(peer().accept(listener_, &from, &peer_, 0), 0);
+        ASSERT_TRUE(peer_recv(peer_, h, body));
+        ASSERT_EQ(h->type, MSG_CONN_REQ);
+    }
+
     /* The connection request event; its CR in *cr. */
     void expect_cr(DAT_CR_HANDLE *cr) {
         DAT_EVENT ev;
@@ -185,10 +212,13 @@ class ConnTest : public ::testing::Test {
         *cr = ev.event_data.cr_arrival_event_data.cr_handle;
     }
 
-    /* The peer connects and sends a whole CONN_REQ offering mrs: the CR in *cr. */
-    void peer_requests(DAT_CR_HANDLE *cr, const std::vector<MrInfo> &mrs = {}) {
+    /*
+     * The peer connects and sends a whole CONN_REQ offering mrs, with
+     * flags (MSGF_KNOWS_ACCEPTING: a peer of this version): the CR in *cr.
+     */
+    void peer_requests(DAT_CR_HANDLE *cr, const std::vector<MrInfo> &mrs = {}, uint16_t flags = 0) {
         peer_connects();
-        std::vector<uint8_t> req = frame(MSG_CONN_REQ, conn_body(kQual, nullptr, 0, mrs));
+        std::vector<uint8_t> req = frame(MSG_CONN_REQ, conn_body(kQual, nullptr, 0, mrs), flags);
         peer_send(peer_, req.data(), req.size());
         expect_cr(cr);
     }
@@ -224,7 +254,7 @@ class ConnTest : public ::testing::Test {
     DAT_PZ_HANDLE pz_ = DAT_HANDLE_NULL;
     DAT_EP_HANDLE ep_ = DAT_HANDLE_NULL;
     DAT_PSP_HANDLE psp_ = DAT_HANDLE_NULL;
-    scif_epd_t peer_ = -1;
+    scif_epd_t peer_ = -1, listener_ = -1;
 };
 
 /* A CONN_REQ that arrives in pieces raises one request, only when whole. */
@@ -538,8 +568,14 @@ int rma_call(const RmaCall &c) {
 }
 constexpr off_t kWinStep = 1 << 24; /* window offsets the fake hands out */
 
+int reg_delay_ms;              /* each registration takes this long (a large LMR's pinning) */
+std::atomic<int> regs_done{0}; /* registrations that returned */
+
 off_t rec_reg(scif_epd_t, void *addr, size_t len, off_t, int prot, int) {
+    if (reg_delay_ms)
+        std::this_thread::sleep_for(std::chrono::milliseconds(reg_delay_ms));
     reg_calls.push_back({reinterpret_cast<uint64_t>(addr), len, prot});
+    regs_done++;
     return kWinStep * (off_t)reg_calls.size();
 }
 int rec_unreg(scif_epd_t, off_t, size_t) {
@@ -578,6 +614,8 @@ class RdmaPathTest : public ConnTest {
         rma_calls.clear();
         reg_calls.clear();
         rma_errno = 0;
+        reg_delay_ms = 0;
+        regs_done = 0;
         {
             std::lock_guard<std::mutex> lk(gate.mu);
             gate.armed = false;
@@ -1216,30 +1254,107 @@ TEST_F(RdmaPathTest, CompletionsPastTheEvdQlenAreDroppedAndReportedOnTheAsyncEvd
     EXPECT_EQ(static_cast<Evd *>(dto_evd_)->q.dropped(), 4u);
 }
 
-/* Active side: CONN_REQ carries the qualifier and private data; REJECT ends it. */
-TEST_F(ConnTest, ConnectRejectedByPeer) {
-    constexpr DAT_CONN_QUAL q = 815;
-    scif_epd_t l = peer().open();
-    ASSERT_GE(l, 0);
-    ASSERT_EQ(peer().bind(l, qual_to_port(q)), qual_to_port(q));
-    ASSERT_EQ(peer().listen(l, 1), 0);
-    sockaddr_in sa{};
-    node_to_sockaddr(0, &sa);
-    ASSERT_EQ(ep_connect(ep_, (DAT_IA_ADDRESS_PTR)&sa, q, kWait, 2, (DAT_PVOID) "hi",
-                         DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
-              DAT_SUCCESS);
-    ASSERT_TRUE(peer_readable(l));
-    scif_portID from;
-    ASSERT_EQ(peer().accept(l, &from, &peer_, 0), 0);
+/*
+ * Active side: registering our LMRs as windows of the connection is ours,
+ * not the peer's answer, so it is not part of the connect timeout (the
+ * timeout starts when CONN_REQ leaves).  Before, a registration longer
+ * than the timeout timed the connect out before the request was sent.
+ */
+TEST_F(RdmaPathTest, RegisteringAtConnectIsNotPartOfTheConnectTimeout) {
+    lmr(0, 4096, DAT_MEM_PRIV_ALL_FLAG);
+    reg_delay_ms = 1500;
     MsgHdr h;
     std::vector<uint8_t> body;
+    ASSERT_NO_FATAL_FAILURE(connect_to_peer(816, 500 * 1000, &h, &body));
+    ASSERT_EQ(regs_done, 1);
+    EXPECT_TRUE(h.flags & MSGF_KNOWS_ACCEPTING);
+    std::vector<uint8_t> acc = frame(MSG_CONN_ACCEPT, conn_body(0, nullptr, 0, {}));
+    peer_send(peer_, acc.data(), acc.size());
+    EXPECT_EQ(next_conn_event(), DAT_CONNECTION_EVENT_ESTABLISHED);
+    EXPECT_EQ(ep_state(), DAT_EP_STATE_CONNECTED);
+}
+
+/*
+ * Passive side: dat_cr_accept tells a peer of this version that it is
+ * accepted (CONN_ACCEPTING) before it registers its LMRs, then sends
+ * CONN_ACCEPT; an older peer (no MSGF_KNOWS_ACCEPTING) gets CONN_ACCEPT
+ * alone, as before.
+ */
+TEST_F(RdmaPathTest, AcceptTellsThePeerBeforeRegistering) {
+    lmr(0, 4096, DAT_MEM_PRIV_ALL_FLAG);
+    reg_delay_ms = 1000;
+    DAT_CR_HANDLE cr;
+    peer_requests(&cr, {}, MSGF_KNOWS_ACCEPTING);
+    DAT_RETURN ret = DAT_INTERNAL_ERROR;
+    std::thread t([&] { ret = cr_accept(cr, ep_, 0, nullptr); });
+    MsgHdr h;
+    std::vector<uint8_t> body;
+    bool got = peer_recv(peer_, &h, &body);
+    int regs_then = regs_done;
+    t.join();
+    ASSERT_TRUE(got);
+    EXPECT_EQ(h.type, MSG_CONN_ACCEPTING);
+    EXPECT_EQ(h.len, 0u);
+    EXPECT_EQ(regs_then, 0) << "CONN_ACCEPTING came after the registration";
+    EXPECT_EQ(ret, DAT_SUCCESS);
     ASSERT_TRUE(peer_recv(peer_, &h, &body));
-    ASSERT_EQ(h.type, MSG_CONN_REQ);
+    EXPECT_EQ(h.type, MSG_CONN_ACCEPT);
+    EXPECT_EQ(regs_done, 1);
+}
+
+TEST_F(RdmaPathTest, AnOlderPeerGetsNoAccepting) {
+    lmr(0, 4096, DAT_MEM_PRIV_ALL_FLAG);
+    DAT_CR_HANDLE cr;
+    peer_requests(&cr);
+    accept_with(cr, ep_); /* the first message is CONN_ACCEPT */
+    EXPECT_EQ(regs_done, 1);
+}
+
+/*
+ * Active side: CONN_ACCEPTING (the peer accepted and registers its
+ * windows) ends the connect timeout; CONN_ACCEPT later establishes.
+ * Before, the unknown message broke the connection.
+ */
+TEST_F(ConnTest, AcceptingEndsTheConnectTimeout) {
+    MsgHdr h;
+    std::vector<uint8_t> body;
+    ASSERT_NO_FATAL_FAILURE(connect_to_peer(817, 200 * 1000, &h, &body));
+    std::vector<uint8_t> m = frame(MSG_CONN_ACCEPTING, {});
+    peer_send(peer_, m.data(), m.size());
+    settle(ia_);
+    std::this_thread::sleep_for(std::chrono::milliseconds(600)); /* past the timeout */
+    settle(ia_);
+    DAT_EVENT ev;
+    EXPECT_EQ(DAT_GET_TYPE(evd_dequeue(conn_evd_, &ev)), DAT_QUEUE_EMPTY)
+        << "event " << std::hex << ev.event_number;
+    EXPECT_EQ(ep_state(), DAT_EP_STATE_ACTIVE_CONNECTION_PENDING);
+    std::vector<uint8_t> acc = frame(MSG_CONN_ACCEPT, conn_body(0, nullptr, 0, {}));
+    peer_send(peer_, acc.data(), acc.size());
+    EXPECT_EQ(next_conn_event(), DAT_CONNECTION_EVENT_ESTABLISHED);
+    EXPECT_EQ(ep_state(), DAT_EP_STATE_CONNECTED);
+}
+
+/* CONN_ACCEPTING with a body is a broken protocol: the connect fails. */
+TEST_F(ConnTest, AcceptingWithABodyBreaksTheConnect) {
+    MsgHdr h;
+    std::vector<uint8_t> body;
+    ASSERT_NO_FATAL_FAILURE(connect_to_peer(818, kWait, &h, &body));
+    std::vector<uint8_t> m = frame(MSG_CONN_ACCEPTING, {1, 2, 3, 4});
+    peer_send(peer_, m.data(), m.size());
+    EXPECT_EQ(next_conn_event(), DAT_CONNECTION_EVENT_NON_PEER_REJECTED);
+    EXPECT_EQ(ep_state(), DAT_EP_STATE_DISCONNECTED);
+}
+
+/* Active side: CONN_REQ carries the qualifier and private data; REJECT ends it. */
+TEST_F(ConnTest, ConnectRejectedByPeer) {
+    MsgHdr h;
+    std::vector<uint8_t> body;
+    ASSERT_NO_FATAL_FAILURE(connect_to_peer(815, kWait, &h, &body, 2, "hi"));
     ConnBody b;
     std::vector<uint8_t> pd;
     std::vector<MrInfo> mrs;
     ASSERT_TRUE(parse_body(body, h.len, &b, &pd, &mrs));
-    EXPECT_EQ(b.qual, q);
+    EXPECT_EQ(b.qual, 815u);
     EXPECT_EQ(std::string(pd.begin(), pd.end()), "hi");
     EXPECT_EQ(ep_state(), DAT_EP_STATE_ACTIVE_CONNECTION_PENDING);
 
@@ -1247,7 +1362,6 @@ TEST_F(ConnTest, ConnectRejectedByPeer) {
     peer_send(peer_, rej.data(), rej.size());
     EXPECT_EQ(next_conn_event(), DAT_CONNECTION_EVENT_PEER_REJECTED);
     EXPECT_EQ(ep_state(), DAT_EP_STATE_DISCONNECTED);
-    peer().close(l);
 }
 
 } /* namespace */
