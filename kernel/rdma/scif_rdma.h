@@ -652,6 +652,7 @@ extern atomic_t srd_bad;
 void srd_bad_frame(struct srd_peer *peer, const char *why, u32 len);
 struct srd_tx *srd_tx_alloc(u8 type, u32 dst, u32 src, u32 payload);
 int srd_xmit(struct srd_peer *peer, u64 gen, struct srd_tx *tx);
+int srd_post_send(struct ib_qp *qp, const struct ib_send_wr *wr);
 void srd_ka_free(struct srd_ka *ka);
 int srd_dev_numa(struct ib_device *dev);
 int srd_ka_create(struct srd_peer *peer, struct rdma_cm_id *id);

@@ -326,7 +326,7 @@ int srd_rwr_post(struct srd_rwr *r, struct ib_send_wr *wr)
 	/* counted first: the completion may run before the post returns */
 	atomic_inc(&ka->rma_busy);
 	atomic_inc(&r->pending);
-	ret = ib_post_send(peer->res.cm_id->qp, wr, NULL);
+	ret = srd_post_send(peer->res.cm_id->qp, wr);
 	if (ret) {
 		atomic_dec(&r->pending);
 		atomic_dec(&ka->rma_busy);

@@ -1190,6 +1190,130 @@ out:
 }
 
 /*
+ * scif_rdma's post_bh parameter (posts with bottom halves off): set to
+ * @v ('Y' or 'N'); the previous value, or -1.
+ */
+#define POST_BH_PARAM "/sys/module/scif_rdma/parameters/post_bh"
+static int post_bh_set(char v) {
+    char was[4] = "";
+    FILE *f = fopen(POST_BH_PARAM, "r");
+
+    if (!f)
+        return -1;
+    if (!fgets(was, sizeof(was), f) || (was[0] != 'Y' && was[0] != 'N')) {
+        fclose(f);
+        return -1;
+    }
+    fclose(f);
+    f = fopen(POST_BH_PARAM, "w");
+    if (!f)
+        return -1;
+    if (fprintf(f, "%c", v) < 0) {
+        fclose(f);
+        return -1;
+    }
+    return fclose(f) ? -1 : was[0];
+}
+
+#define POST_BH_BIG 65536
+
+/*
+ * Read @n bytes at @at of the server's window into @u (filled with 0xee
+ * first) and check each against the server's pattern; @what names the
+ * step.  0, or -1 with a diagnostic.
+ */
+static int post_bh_check(int epd, off_t roff, size_t at, uint8_t *u, size_t n, char v,
+                         const char *what) {
+    size_t j;
+
+    memset(u, 0xee, n);
+    if (scif_vreadfrom(epd, u, n, roff + (off_t)at, SCIF_RMA_SYNC)) {
+        diag("post_bh %c: %zu-byte %s: %s", v, n, what, strerror(errno));
+        return -1;
+    }
+    for (j = 0; j < n; j++)
+        if (u[j] != srv_pat(at + j)) {
+            diag("post_bh %c: %zu-byte %s at %zu: byte %zu is %#x", v, n, what, at, j, u[j]);
+            return -1;
+        }
+    return 0;
+}
+
+/*
+ * One pass of post_bh_cli: 8-byte and 64 KiB reads (by read key) and
+ * writes at @at of the server's window, every byte checked; the writes
+ * put back what the server holds.  0, or -1 with a diagnostic.
+ */
+static int post_bh_pass(int epd, off_t roff, size_t at, uint8_t *u, char v) {
+    size_t n, k;
+
+    for (k = 0; k < 2; k++) {
+        n = k ? POST_BH_BIG : 8;
+        if (post_bh_check(epd, roff, at, u, n, v, "vreadfrom"))
+            return -1;
+        if (scif_vwriteto(epd, u, n, roff + (off_t)at, SCIF_RMA_SYNC)) {
+            diag("post_bh %c: %zu-byte vwriteto: %s", v, n, strerror(errno));
+            return -1;
+        }
+        if (post_bh_check(epd, roff, at, u, n, v, "read back of the write"))
+            return -1;
+    }
+    return 0;
+}
+
+/*
+ * Posting with bottom halves off (scif_rdma's post_bh, on by default:
+ * Soft-RoCE sends from the poster) or on: small and 64 KiB reads and
+ * writes across hosts move the right bytes either way, and the
+ * parameter takes only Y or N.
+ */
+static int post_bh_cli(struct peer_ctx *c) {
+    uint8_t *u = malloc(POST_BH_BIG);
+    int was = -1, epd, ret = KSFT_FAIL;
+    off_t roff;
+
+    CHECK(u, "malloc");
+    epd = cli_setup(c, &roff);
+    if (epd < 0) {
+        free(u);
+        CHECK(0, "connect");
+    }
+    if (!c->remote) {
+        ret = post_bh_pass(epd, roff, 4096, u, '-') ? KSFT_FAIL : KSFT_PASS;
+        if (cli_done(epd) != KSFT_PASS)
+            ret = KSFT_FAIL;
+        free(u);
+        return ret == KSFT_PASS ? test_skip("emulated peer: no RDMA posts (scif_rdma only)")
+                                : KSFT_FAIL;
+    }
+    was = post_bh_set('N');
+    if (was < 0) {
+        diag("set " POST_BH_PARAM ": %s", strerror(errno));
+        goto out;
+    }
+    if (post_bh_pass(epd, roff, 4096 + 3, u, 'N'))
+        goto out;
+    if (post_bh_set('Y') != 'N') {
+        diag("post_bh did not read N after N was set");
+        goto out;
+    }
+    if (post_bh_pass(epd, roff, 4096 + 3, u, 'Y'))
+        goto out;
+    if (post_bh_set('x') >= 0) {
+        diag("post_bh took 'x'");
+        goto out;
+    }
+    ret = KSFT_PASS;
+out:
+    if (was >= 0 && post_bh_set((char)was) < 0)
+        ret = KSFT_FAIL;
+    if (cli_done(epd) != KSFT_PASS)
+        ret = KSFT_FAIL;
+    free(u);
+    return ret;
+}
+
+/*
  * Fence marks and waits over asynchronous transfers (readfrom into a
  * window, vreadfrom into unaligned user memory); across hosts several of
  * them ran at once (debugfs rma_parallel_max: the endpoint's runners).
@@ -1705,6 +1829,9 @@ static const struct peer_test tests[] = {
      srv_direct_write, direct_write_cli, 300, 0},
     {"peer rma: small calls poll for their completion (poll_us); 0 sleeps at once", srv_plain,
      poll_cli, 300, 0},
+    {"peer rma: posts with bottom halves off and on (post_bh): small and 64 KiB reads and "
+     "writes, data checked",
+     srv_plain, post_bh_cli, 300, 0},
     {"peer rma: fence mark/wait over asynchronous transfers; across hosts several at once",
      srv_plain, fence_mark_cli, 300, 0},
     {"peer rma: local and remote fence signals after the data", srv_signal, fence_signal_cli, 300,
