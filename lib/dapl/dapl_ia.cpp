@@ -8,6 +8,7 @@
 #include "dapl_provider.h"
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <unordered_map>
 
@@ -112,6 +113,7 @@ DAT_RETURN DAT_API ia_open(const DAT_NAME_PTR name, DAT_COUNT qlen, DAT_EVD_HAND
     ia->node = self;
     ia->host = cluster_host_id();
     node_to_name(self, ia->host, &ia->addr);
+    ia->rdma.vcache = rma_cache_from_env(std::getenv("DAPLSCIF_RMA_CACHE"), pins_unlimited());
     ia->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (ia->wake_fd < 0)
         return dat_err(DAT_INSUFFICIENT_RESOURCES);

@@ -83,9 +83,12 @@ static DAT_DTO_COMPLETION_STATUS rma_status(int e) {
  * (as iov_plan cuts them; no plan built, so a worker allocates nothing): a
  * segment with a window moves by scif_readfrom/scif_writeto between the
  * two windows, one without by scif_vreadfrom/scif_vwriteto (local_windows
- * in dapl_dto.cpp).
+ * in dapl_dto.cpp), with SCIF_RMA_USECACHE if vcache: an LMR's pages are
+ * the consumer's registered memory, which the next DTOs use again, and
+ * the module drops a cached range the process unmaps or remaps.
  */
-static DAT_DTO_COMPLETION_STATUS rdma_run(scif_epd_t epd, const RdmaJob &j) {
+static DAT_DTO_COMPLETION_STATUS rdma_run(scif_epd_t epd, const RdmaJob &j, bool vcache) {
+    const int vflags = SCIF_RMA_SYNC | (vcache ? SCIF_RMA_USECACHE : 0);
     if (j.roff < 0 && j.len)
         return DAT_DTO_ERR_REMOTE_ACCESS;
     const ScifOps &o = scif_ops();
@@ -101,8 +104,8 @@ static DAT_DTO_COMPLETION_STATUS rdma_run(scif_epd_t epd, const RdmaJob &j) {
                           : o.writeto(epd, j.loffs[i], len, roff, SCIF_RMA_SYNC);
         } else {
             void *addr = reinterpret_cast<void *>(j.segs[i].va);
-            r = j.is_read ? o.vreadfrom(epd, addr, len, roff, SCIF_RMA_SYNC)
-                          : o.vwriteto(epd, addr, len, roff, SCIF_RMA_SYNC);
+            r = j.is_read ? o.vreadfrom(epd, addr, len, roff, vflags)
+                          : o.vwriteto(epd, addr, len, roff, vflags);
         }
         if (r < 0)
             return rma_status(errno);
@@ -230,7 +233,7 @@ static void worker(Ia *ia) {
         j->state = RdmaJob::kRunning;
         c->running++;
         lk.unlock();
-        DAT_DTO_COMPLETION_STATUS st = rdma_run(c->epd(), *j);
+        DAT_DTO_COMPLETION_STATUS st = rdma_run(c->epd(), *j, ia->rdma.vcache);
         lk.lock();
         j->st = st;
         j->state = RdmaJob::kDone;
@@ -310,7 +313,7 @@ void rdma_post(Ia *ia, const std::shared_ptr<Conn> &c, std::shared_ptr<RdmaJob> 
     DAT_DTO_COMPLETION_STATUS st = job->st;
     if (job->state != RdmaJob::kDone) {
         lk.unlock();
-        st = rdma_run(c->epd(), *job);
+        st = rdma_run(c->epd(), *job, ia->rdma.vcache);
         lk.lock();
     }
     complete_job(*job, st);

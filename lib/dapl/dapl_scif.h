@@ -299,6 +299,8 @@ struct RdmaEngine {
     std::vector<std::thread> workers;
     unsigned nworkers = 0; /* wanted (DAPLSCIF_RDMA_WORKERS); 0: run in the post */
     bool stop = false;
+    /* set at dat_ia_open, then read only: v-calls with SCIF_RMA_USECACHE (DAPLSCIF_RMA_CACHE) */
+    bool vcache = false;
 };
 
 struct Ia : Obj {

@@ -15,6 +15,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -61,6 +62,51 @@ unsigned rdma_workers_from_env(const char *v) {
         return kRdmaWorkersDefault;
     }
     return (unsigned)n;
+}
+
+bool rma_cache_from_env(const char *v, bool pins_unlimited) {
+    if (!v || !*v)
+        return pins_unlimited;
+    if (!std::strcmp(v, "0") || !std::strcmp(v, "1"))
+        return *v == '1';
+    DSC_DBG("DAPLSCIF_RMA_CACHE=%s: not 0 or 1, %s", v, pins_unlimited ? "on" : "off");
+    return pins_unlimited;
+}
+
+/* The CapEff mask of /proc/self/status has CAP_IPC_LOCK (bit 14). */
+static bool cap_ipc_lock() {
+    FILE *f = std::fopen("/proc/self/status", "re");
+    if (!f)
+        return false;
+    char line[256];
+    bool has = false;
+    while (std::fgets(line, sizeof(line), f)) {
+        unsigned long long eff;
+        if (std::sscanf(line, "CapEff: %llx", &eff) == 1) {
+            has = (eff >> 14) & 1;
+            break;
+        }
+    }
+    std::fclose(f);
+    return has;
+}
+
+/* /proc/self/uid_map maps every uid to itself: the initial user namespace. */
+static bool initial_userns() {
+    FILE *f = std::fopen("/proc/self/uid_map", "re");
+    if (!f)
+        return false;
+    unsigned long inside, outside, count;
+    int n = std::fscanf(f, "%lu %lu %lu", &inside, &outside, &count);
+    std::fclose(f);
+    return n == 3 && inside == 0 && outside == 0 && count == 4294967295UL;
+}
+
+bool pins_unlimited() {
+    rlimit rl{};
+    if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur == RLIM_INFINITY)
+        return true;
+    return cap_ipc_lock() && initial_userns();
 }
 
 void node_to_sockaddr(uint16_t node, sockaddr_in *sin) {

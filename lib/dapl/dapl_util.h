@@ -117,6 +117,26 @@ bool iov_scatter(const std::vector<Seg> &segs, const void *src, uint64_t len);
 constexpr unsigned kRdmaWorkersDefault = 4, kRdmaWorkersMax = 16;
 unsigned rdma_workers_from_env(const char *v);
 
+/*
+ * Whether an IA's RDMA DTOs from memory with no window (an LMR without
+ * remote rights, as dapltest's and most consumers' local buffers are)
+ * pass SCIF_RMA_USECACHE to scif_vreadfrom/scif_vwriteto, so that the
+ * module keeps those pages pinned between DTOs instead of pinning them
+ * for each: for the value of DAPLSCIF_RMA_CACHE, "1" yes, "0" no, unset
+ * or empty pins_unlimited (the module charges cached pins to
+ * RLIMIT_MEMLOCK, where they would take the room the consumer's own
+ * registrations need); anything else as unset, with a debug message.
+ */
+bool rma_cache_from_env(const char *v, bool pins_unlimited);
+
+/*
+ * Long-term pins of this process are not limited: RLIMIT_MEMLOCK is
+ * infinite, or the process has CAP_IPC_LOCK (its effective set, in
+ * /proc/self/status) in the initial user namespace (/proc/self/uid_map
+ * the identity), where the module does not charge them.
+ */
+bool pins_unlimited();
+
 /* ---- wire format over a SCIF connection ------------------------------ */
 
 constexpr uint32_t kMagic = 0x44534331; /* "DSC1" */

@@ -13,6 +13,7 @@
 #include "fake_scif.h"
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <algorithm>
 #include <atomic>
@@ -491,6 +492,7 @@ struct RmaCall {
     uint64_t local; /* the local window offset, or the address */
     size_t len;
     off_t roff;
+    int flags = 0; /* the call's rma_flags (not compared) */
     bool operator==(const RmaCall &o) const {
         return kind == o.kind && local == o.local && len == o.len && roff == o.roff;
     }
@@ -581,17 +583,17 @@ off_t rec_reg(scif_epd_t, void *addr, size_t len, off_t, int prot, int) {
 int rec_unreg(scif_epd_t, off_t, size_t) {
     return 0;
 }
-int rec_vreadfrom(scif_epd_t, void *addr, size_t len, off_t roff, int) {
-    return rma_call({'R', reinterpret_cast<uint64_t>(addr), len, roff});
+int rec_vreadfrom(scif_epd_t, void *addr, size_t len, off_t roff, int flags) {
+    return rma_call({'R', reinterpret_cast<uint64_t>(addr), len, roff, flags});
 }
-int rec_vwriteto(scif_epd_t, void *addr, size_t len, off_t roff, int) {
-    return rma_call({'W', reinterpret_cast<uint64_t>(addr), len, roff});
+int rec_vwriteto(scif_epd_t, void *addr, size_t len, off_t roff, int flags) {
+    return rma_call({'W', reinterpret_cast<uint64_t>(addr), len, roff, flags});
 }
-int rec_readfrom(scif_epd_t, off_t loff, size_t len, off_t roff, int) {
-    return rma_call({'r', (uint64_t)loff, len, roff});
+int rec_readfrom(scif_epd_t, off_t loff, size_t len, off_t roff, int flags) {
+    return rma_call({'r', (uint64_t)loff, len, roff, flags});
 }
-int rec_writeto(scif_epd_t, off_t loff, size_t len, off_t roff, int) {
-    return rma_call({'w', (uint64_t)loff, len, roff});
+int rec_writeto(scif_epd_t, off_t loff, size_t len, off_t roff, int flags) {
+    return rma_call({'w', (uint64_t)loff, len, roff, flags});
 }
 
 class RdmaPathTest : public ConnTest {
@@ -803,6 +805,49 @@ TEST_F(RdmaPathTest, AFailedCallCompletesWithItsStatus) {
     EXPECT_EQ(rdma(true, {t(win, 0, 64)}, 0, 64), DAT_DTO_SUCCESS) << "the EP after the failures";
     EXPECT_EQ(rma_calls.size(), 3 * std::size(cases) + 1);
 }
+
+/*
+ * DAPLSCIF_RMA_CACHE, read at dat_ia_open: the IA of each case opens with
+ * the variable set to it.  "1": an RDMA read or write from an LMR without
+ * remote rights (no window: scif_vreadfrom/scif_vwriteto) asks the module
+ * to keep its pinned pages (SCIF_RMA_USECACHE), so that the next DTO from
+ * that memory pins nothing; "0": it pins them for each call.  Calls
+ * between two windows carry SCIF_RMA_SYNC alone either way.
+ */
+class RmaCacheTest : public RdmaPathTest, public ::testing::WithParamInterface<const char *> {
+  protected:
+    void SetUp() override {
+        setenv("DAPLSCIF_RMA_CACHE", GetParam(), 1);
+        RdmaPathTest::SetUp();
+    }
+    void TearDown() override {
+        RdmaPathTest::TearDown();
+        unsetenv("DAPLSCIF_RMA_CACHE");
+    }
+};
+
+TEST_P(RmaCacheTest, CallsWithoutAWindowAskForTheCacheAsSet) {
+    const bool on = std::string(GetParam()) == "1";
+    DAT_LMR_CONTEXT win = lmr(0, 4096, DAT_MEM_PRIV_ALL_FLAG);
+    DAT_LMR_CONTEXT local = lmr(8192, 4096, DAT_MEM_PRIV_LOCAL_WRITE_FLAG);
+    accept_peer();
+    EXPECT_EQ(rdma(true, {t(local, 8192, 64)}, 0, 64), DAT_DTO_SUCCESS);
+    EXPECT_EQ(rdma(false, {t(local, 8192, 64)}, 0, 64), DAT_DTO_SUCCESS);
+    EXPECT_EQ(rdma(true, {t(win, 0, 64)}, 0, 64), DAT_DTO_SUCCESS);
+    EXPECT_EQ(rdma(false, {t(win, 0, 64)}, 0, 64), DAT_DTO_SUCCESS);
+    ASSERT_EQ(rma_calls.size(), 4u);
+    const int v = SCIF_RMA_SYNC | (on ? SCIF_RMA_USECACHE : 0);
+    EXPECT_EQ(rma_calls[0].kind, 'R');
+    EXPECT_EQ(rma_calls[0].flags, v) << "vreadfrom";
+    EXPECT_EQ(rma_calls[1].kind, 'W');
+    EXPECT_EQ(rma_calls[1].flags, v) << "vwriteto";
+    EXPECT_EQ(rma_calls[2].kind, 'r');
+    EXPECT_EQ(rma_calls[2].flags, SCIF_RMA_SYNC) << "readfrom";
+    EXPECT_EQ(rma_calls[3].kind, 'w');
+    EXPECT_EQ(rma_calls[3].flags, SCIF_RMA_SYNC) << "writeto";
+}
+
+INSTANTIATE_TEST_SUITE_P(Env, RmaCacheTest, ::testing::Values("1", "0"));
 
 /*
  * dapl_rdma.cpp's order: the post returns at once; reads run side by side,

@@ -203,3 +203,18 @@ TEST(RdmaWorkers, FromEnv) {
     for (const char *bad : {"17", "-1", " 2", "2x", "x", "99999999999999999999999"})
         EXPECT_EQ(rdma_workers_from_env(bad), kRdmaWorkersDefault) << bad;
 }
+
+/*
+ * DAPLSCIF_RMA_CACHE: "1" on, "0" off; unset, empty or anything else on
+ * exactly when long-term pins are not limited.
+ */
+TEST(RmaCache, FromEnv) {
+    for (bool unlimited : {false, true}) {
+        EXPECT_EQ(rma_cache_from_env(nullptr, unlimited), unlimited);
+        EXPECT_EQ(rma_cache_from_env("", unlimited), unlimited);
+        EXPECT_TRUE(rma_cache_from_env("1", unlimited));
+        EXPECT_FALSE(rma_cache_from_env("0", unlimited));
+        for (const char *bad : {"2", "yes", " 1", "1 ", "01", "-1"})
+            EXPECT_EQ(rma_cache_from_env(bad, unlimited), unlimited) << bad;
+    }
+}
