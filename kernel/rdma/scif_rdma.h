@@ -121,7 +121,9 @@
  *     SCIF_RDMA_RMA_INLINE bytes instead is one inline request (ops 4 and
  *     5, step 20): no MR, no DMA mapping, no RDMA on either side; its data
  *     travels in the RMA_REQ (a write: copied from the local pages into the
- *     frame) or in the RMA_DONE (a read, step 21).  A call keeps up to
+ *     frame) or in the RMA_DONE (a read, step 21); so is the last part
+ *     of a larger call when it is at most that long, which only a tail
+ *     after a direct part (step 25) can be.  A call keeps up to
  *     SRD_RMA_PIPE requests in flight (steps 20-21 for each), started and
  *     reaped in order; it waits for a slot only when none of its own is out
  *     (else it reaps its oldest first), so calls sharing the slots never

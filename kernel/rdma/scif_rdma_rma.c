@@ -1169,7 +1169,11 @@ int srd_fence(struct scif_endpt *ep, struct scif_endpt *p, int op, int *mark)
  * SRD_RMA_IWRITE), or one RDMA READ or WRITE with a key.  A part of a
  * larger call that starts inside a key for its direction is a direct
  * part (RDMA READs or WRITEs) up to the key's end at most, in the
- * pipeline like a request.
+ * pipeline like a request.  A request of at most SCIF_RDMA_RMA_INLINE
+ * bytes is inline too: only the tail after a direct part can be one (a
+ * request starting at a page runs to its chunk's end, a call's first
+ * one is the call's), and by an MR the far host's READ of a few bytes
+ * crossing a page of it is what Soft-iWARP's siw_try_1seg() corrupts.
  */
 int srd_rma(struct scif_endpt *ep, struct scif_endpt *p, int op, u64 roff,
 	    struct page **pages, unsigned int first_off, size_t len,
@@ -1177,8 +1181,7 @@ int srd_rma(struct scif_endpt *ep, struct scif_endpt *p, int op, u64 roff,
 {
 	bool ordered = flags & SCIF_ABI_RMA_ORDERED;
 	bool inl = len <= SCIF_RDMA_RMA_INLINE;
-	int wop = !inl ? op : op == SCIF_XPRT_RMA_READ ? SRD_RMA_IREAD :
-							SRD_RMA_IWRITE;
+	int iop = op == SCIF_XPRT_RMA_READ ? SRD_RMA_IREAD : SRD_RMA_IWRITE;
 	struct srd_req req[SRD_RMA_PIPE];
 	unsigned int head = 0, tail = 0;	/* requests started, reaped */
 	unsigned long deadline = 0;
@@ -1241,8 +1244,9 @@ int srd_rma(struct scif_endpt *ep, struct scif_endpt *p, int op, u64 roff,
 						      op == SCIF_XPRT_RMA_WRITE,
 						      &req[head % SRD_RMA_PIPE]);
 			if (serr == -ENOENT)
-				serr = srd_req_start(ka, gen, lid, rid, wop,
-						     roff + done,
+				serr = srd_req_start(ka, gen, lid, rid,
+						     n <= SCIF_RDMA_RMA_INLINE ?
+						     iop : op, roff + done,
 						     pages + (pos >> PAGE_SHIFT),
 						     off, n, NULL,
 						     &req[head % SRD_RMA_PIPE]);

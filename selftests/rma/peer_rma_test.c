@@ -1085,6 +1085,159 @@ static int direct_write_cli(struct peer_ctx *c) {
 }
 
 /*
+ * The tail behaviour (scif_rdma: the last part of a call of more than N
+ * bytes, when it is at most N bytes and follows a direct part, is an
+ * inline request, never an MR of the caller that the owner reaches by
+ * RDMA: over Soft-iWARP the owner's READ of a few bytes crossing a page
+ * of such an MR came back wrong, siw_try_1seg()).  The server registers
+ * TL_WINS windows of TL_WIN bytes, fewer pages than any chunk, so a key
+ * ends where its window does.  Call k crosses from window k, whose key
+ * a small read there brought, into window k + 1, which no call has
+ * touched: TL_DIRECT bytes before the boundary (a direct part), tl[k].tail
+ * after it, those crossing a page of the caller (they start TL_PAGEOFF
+ * into one).  Every byte is checked where it lands; across hosts each
+ * call's tail was sent inline (rma_inline_sent +1) and registered
+ * nothing (rma_regs; a direct read's sink is an MR on iWARP: +1), and
+ * its direct part is counted (rma_direct_reads or rma_direct_writes +1).
+ */
+#define TL_WIN 65536
+#define TL_DIRECT 12000
+#define TL_PAGEOFF 4090
+/* the caller's byte of a tail's first: TL_PAGEOFF into a page */
+#define TL_L (16384 + TL_PAGEOFF)
+#define TL_LOCAL 32768
+#define TL_N 5
+#define TL_WINS (TL_N + 1)
+#define TL_WRITES 3
+
+static const struct {
+    int how; /* 0 vwriteto, 1 writeto, 2 vreadfrom, 3 readfrom */
+    size_t tail;
+    int flags;
+} tl[TL_N] = {
+    {0, 20, SCIF_RMA_SYNC},
+    {1, 32, SCIF_RMA_SYNC | SCIF_RMA_ORDERED},
+    {0, 7, 0},
+    {2, 20, SCIF_RMA_SYNC},
+    {3, 32, SCIF_RMA_SYNC},
+};
+
+static int srv_tails(struct peer_ctx *c) {
+    uint8_t *buf = srv_buf(), done = 0;
+    int64_t exp[TL_WRITES][3], off = WIN_OFF;
+    int epd, w;
+
+    CHECK(buf, "alloc");
+    epd = srv_accept(c, 0);
+    CHECK(epd >= 0, "accept");
+    for (w = 0; w < TL_WINS; w++) {
+        off_t at = WIN_OFF + (off_t)w * TL_WIN;
+
+        CHECK(scif_register(epd, buf + (size_t)w * TL_WIN, TL_WIN, at,
+                            SCIF_PROT_READ | SCIF_PROT_WRITE, SCIF_MAP_FIXED) == at,
+              "register window %d: %s", w, strerror(errno));
+    }
+    CHECK(send_all(epd, &off, sizeof(off)) == 0, "send the offset");
+    CHECK(recv_all(epd, exp, sizeof(exp)) == 0, "the client's expectations");
+    CHECK(srv_check_n(buf, (const int64_t(*)[3])exp, TL_WRITES) == KSFT_PASS);
+    CHECK_OK(scif_unregister(epd, WIN_OFF, TL_WINS * TL_WIN));
+    CHECK(send_all(epd, &done, 1) == 0, "send the ack");
+    CHECK_OK(scif_close(epd));
+    free(buf);
+    return KSFT_PASS;
+}
+
+/*
+ * Across hosts, this host's rma_inline_sent, rma_regs and direct reads (@rd)
+ * or writes into @v (all 0 against an emulated peer): 0, or -1 if unreadable.
+ */
+static int tl_counters(const struct peer_ctx *c, long long v[3], int rd) {
+    v[0] = v[1] = v[2] = 0;
+    if (!c->remote)
+        return 0;
+    v[0] = inl_counter("rma_inline_sent");
+    v[1] = inl_counter("rma_regs");
+    v[2] = inl_counter(rd ? "rma_direct_reads" : "rma_direct_writes");
+    return v[0] < 0 || v[1] < 0 || v[2] < 0 ? -1 : 0;
+}
+
+static int tails_cli(struct peer_ctx *c) {
+    uint8_t *u = aligned_alloc(4096, TL_LOCAL), *lw, small[8];
+    size_t n = inl_max(c), i, len;
+    long long v0[3], v1[3];
+    int64_t exp[TL_WRITES][3];
+    int epd, k, e = 0, bad = 0, iwarp = c->remote && link_iwarp();
+    off_t roff;
+
+    CHECK(u, "alloc");
+    CHECK(n && n < TL_DIRECT, "rma_inline_max %zu: no call of more than it here", n);
+    epd = cli_setup(c, &roff);
+    CHECK(epd >= 0, "connect");
+    CHECK(local_window(epd, 0, TL_LOCAL, &lw) == 0, "local window");
+    for (k = 0; k < TL_N; k++) {
+        size_t b = (size_t)(k + 1) * TL_WIN; /* the boundary, server index */
+        size_t at = b - TL_DIRECT, lo = TL_L - TL_DIRECT;
+        off_t to = roff + (off_t)at;
+        int rd = tl[k].how >= 2;
+        uint8_t *loc = tl[k].how & 1 ? lw : u;
+
+        len = TL_DIRECT + tl[k].tail;
+        for (i = 0; i < TL_LOCAL; i++)
+            u[i] = lw[i] = rd ? 0xee : cli_pat(i);
+        /* window k's key (a read key gives writes too: the window is RW) */
+        CHECK_OK(scif_vreadfrom(epd, small, 8, roff + (off_t)(b - TL_WIN / 2), SCIF_RMA_SYNC));
+        for (i = 0; i < 8; i++)
+            CHECK(small[i] == srv_pat(b - TL_WIN / 2 + i), "call %d: the small read's byte %zu", k,
+                  i);
+        CHECK(tl_counters(c, v0, rd) == 0, "no " INL_SYSFS " counters");
+        if (tl[k].how == 0)
+            CHECK_OK(scif_vwriteto(epd, u + lo, len, to, tl[k].flags));
+        else if (tl[k].how == 1)
+            CHECK_OK(scif_writeto(epd, (off_t)lo, len, to, tl[k].flags));
+        else if (tl[k].how == 2)
+            CHECK_OK(scif_vreadfrom(epd, u + lo, len, to, tl[k].flags));
+        else
+            CHECK_OK(scif_readfrom(epd, (off_t)lo, len, to, tl[k].flags));
+        if (!(tl[k].flags & SCIF_RMA_SYNC))
+            CHECK_OK(fence_all(epd));
+        CHECK(tl_counters(c, v1, rd) == 0, "no " INL_SYSFS " counters");
+        if (rd) {
+            for (i = 0; i < TL_LOCAL; i++) {
+                uint8_t want = i >= lo && i < lo + len ? srv_pat(at + i - lo) : 0xee;
+
+                CHECK(loc[i] == want,
+                      "call %d (%zu B, a %zu B tail): local byte %zu is %#x, expected %#x", k, len,
+                      tl[k].tail, i, loc[i], want);
+            }
+        } else {
+            exp[e][0] = (int64_t)at;
+            exp[e][1] = (int64_t)(at + len);
+            exp[e++][2] = (int64_t)lo - (int64_t)at;
+        }
+        /* said now, failed once the server checked the data too */
+        if (v1[0] - v0[0] != c->remote && ++bad)
+            diag("call %d: rma_inline_sent %lld -> %lld, expected +1 (its %zu B tail)", k, v0[0],
+                 v1[0], tl[k].tail);
+        if (v1[1] - v0[1] != (rd && iwarp) && ++bad)
+            diag("call %d: rma_regs %lld -> %lld, expected +%d", k, v0[1], v1[1], rd && iwarp);
+        if (v1[2] - v0[2] != c->remote && ++bad)
+            diag("call %d: direct %s %lld -> %lld, expected +1", k, rd ? "reads" : "writes", v0[2],
+                 v1[2]);
+    }
+    CHECK(e == TL_WRITES, "%d writes", e);
+    if (!c->remote)
+        diag("emulated peer: no inline path or keys (scif_rdma only), the data checked");
+    CHECK_OK(scif_unregister(epd, 0, TL_LOCAL));
+    free(lw);
+    free(u);
+    CHECK(send_all(epd, exp, sizeof(exp)) == 0, "send the expectations");
+    CHECK(recv_all(epd, small, 1) == 0, "the server's ack");
+    CHECK_OK(scif_close(epd));
+    CHECK(!bad, "%d counters of the tails not as expected (above)", bad);
+    return KSFT_PASS;
+}
+
+/*
  * scif_rdma's poll_us parameter (how long a small call's caller polls
  * before it sleeps): set to @us; the previous value, or -1.
  */
@@ -1827,6 +1980,9 @@ static const struct peer_test tests[] = {
     {"peer rma: writes by write key after the first, small, ordered and large, none into a "
      "read-only window, ENXIO once unregistered",
      srv_direct_write, direct_write_cli, 300, 0},
+    {"peer rma: a call's tail of at most N bytes after a direct part, crossing a page, goes "
+     "inline; data checked",
+     srv_tails, tails_cli, 300, 0},
     {"peer rma: small calls poll for their completion (poll_us); 0 sleeps at once", srv_plain,
      poll_cli, 300, 0},
     {"peer rma: posts with bottom halves off and on (post_bh): small and 64 KiB reads and "
