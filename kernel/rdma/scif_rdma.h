@@ -73,7 +73,9 @@
  *     At most SCIF_RDMA_SQ sends are posted; frames wait in the link's
  *     outbox, DATA up to SCIF_RDMA_OUTBOX bytes (senders then wait).
  * 12. Connect: the connector's host gives the connection an id of its own
- *     (per link, 1..SCIF_RDMA_MAX_CONNS) and a proxy endpoint on the
+ *     (per link, 1..SCIF_RDMA_MAX_CONNS, the one after the last given out:
+ *     ids go round, so a frame on its way for an ended connection meets
+ *     no new one under the same ids) and a proxy endpoint on the
  *     remote node (scif_remote.h), and sends CONN_REQ (src = its id, arg
  *     = connector's port << 16 | target port, arg2 = its ring size).  The
  *     target host checks the fields, gives the connection its own id and
@@ -96,13 +98,15 @@
  *     sent when a receive consumed bytes; a tail going back or beyond the
  *     bytes sent is a violation as in step 14.
  * 16. CLOSE (dst, src): the connection ended on the sender's side (close,
- *     violation); sent after its DATA, so the receiver first reads what
- *     was queued, then gets ECONNRESET.  The receiver of a CLOSE for a
- *     live connection answers with CLOSE; the connection id is freed on
- *     both sides once each side sent and received one.
+ *     violation); sent after its DATA and RMA_REQs, and nothing of the
+ *     connection follows it (an RMA call going on after its endpoint's
+ *     close sends no further request, step 19), so the receiver first
+ *     reads what was queued, then gets ECONNRESET.  The receiver of a
+ *     CLOSE for a live connection answers with CLOSE; the connection id
+ *     is freed on both sides once each side sent and received one.
  * 17. Frames for a connection id not in the table, from a wrong source id
  *     or of a type the connection's state does not expect are counted as
- *     in step 10 and dropped.
+ *     in step 10 and dropped (an RMA_REQ is answered too, step 20).
  * 18. When a link ends (step 8) every connection over it ends once its CQ
  *     is drained: connected endpoints get ECONNRESET, connecting ones
  *     ENODEV, queued proxy connectors are withdrawn, blocked calls
@@ -128,7 +132,11 @@
  *     reaped in order; it waits for a slot only when none of its own is out
  *     (else it reaps its oldest first), so calls sharing the slots never
  *     deadlock.  With SCIF_RMA_ORDERED the last request (the last bytes) is
- *     sent only after every earlier one was answered.  The target serves
+ *     sent only after every earlier one was answered.  A request is sent
+ *     only while its connection is live, checked under srd_msg_mutex as
+ *     the CLOSE is sent (step 16): a call that goes on after its
+ *     endpoint's close (an asynchronous one) ends with ECONNRESET at its
+ *     next request.  The target serves
  *     requests in parallel work items (srd_rma_wq), bounded per link by
  *     SCIF_RDMA_RMA_REQS and SCIF_RDMA_RMA_SQ.
  * 20. It sends RMA_REQ (dst, src = the connection ids, arg = a request id
@@ -600,6 +608,11 @@ struct srd_peer {
 
 	/* connections over the link: struct srd_conn, srd_msg_mutex */
 	struct xarray conns;
+	/*
+	 * the next id to try in conns (srd_msg_mutex): ids go round, so a
+	 * frame still on its way for an ended connection finds no other
+	 */
+	u32 conn_next;
 };
 
 struct srd_self {
@@ -668,6 +681,7 @@ void srd_msg_recv(struct srd_peer *peer, u64 gen, const struct srd_hdr *h,
 		  const u8 *payload, u32 len);
 void srd_msg_link_down(struct srd_peer *peer, u64 gen, bool all);
 struct scif_endpt *srd_proxy_peer(struct scif_endpt *p);
+bool srd_conn_live(struct srd_peer *peer, u64 gen, u32 lid, u64 serial);
 
 /* scif_rdma_rma.c: RMA across hosts (steps 19-22) */
 struct srd_conn;
@@ -675,7 +689,7 @@ extern struct workqueue_struct *srd_rma_wq, *srd_fence_wq;
 void srd_rma_ka_init(struct srd_ka *ka, struct ib_pd *pd);
 void srd_rma_link_dead(struct srd_ka *ka);
 void srd_rma_rx_req(struct srd_peer *peer, u64 gen, struct srd_conn *c,
-		    const struct srd_hdr *h, const u8 *payload);
+		    bool known, const struct srd_hdr *h, const u8 *payload);
 void srd_rma_rx_done(struct srd_peer *peer, u64 gen, const struct srd_hdr *h);
 extern atomic_t srd_rma_inline_sent, srd_rma_inline_served, srd_rma_late;
 extern atomic_t srd_rma_regs;

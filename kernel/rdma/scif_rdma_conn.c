@@ -29,6 +29,39 @@ static int srd_send_ctl(struct srd_peer *peer, struct srd_conn *c, u8 type,
 /* connection serials (srd_conn.serial): a read key names one */
 static atomic64_t srd_conn_serial = ATOMIC64_INIT(0);
 
+/*
+ * Put @c in its peer's table under a new id, the one after the last
+ * given out: an id is used again only once all others were, so a frame
+ * still on its way for an ended connection (an RMA request of a call
+ * that outlived its close, say) meets no new connection under the same
+ * ids.  0 (or 1: the ids went round) or -EBUSY, -ENOMEM.  srd_msg_mutex
+ * held.
+ */
+static int srd_conn_alloc_id(struct srd_peer *peer, struct srd_conn *c)
+{
+	lockdep_assert_held(&srd_msg_mutex);
+	return xa_alloc_cyclic(&peer->conns, &c->lid, c,
+			       XA_LIMIT(1, SCIF_RDMA_MAX_CONNS),
+			       &peer->conn_next, GFP_KERNEL_ACCOUNT);
+}
+
+/*
+ * Whether connection @lid of @peer is still the live one of serial
+ * @serial on the link of generation @gen: what a frame sent for it after
+ * the connection was looked up must check, under srd_msg_mutex, so that
+ * nothing follows the connection's CLOSE (srd_disconnect() sends it under
+ * that mutex).
+ */
+bool srd_conn_live(struct srd_peer *peer, u64 gen, u32 lid, u64 serial)
+{
+	struct srd_conn *c;
+
+	lockdep_assert_held(&srd_msg_mutex);
+	c = xa_load(&peer->conns, lid);
+	return c && c->serial == serial && c->gen == gen &&
+	       c->state == SRDC_LIVE;
+}
+
 /* Drop @c from its peer's table and free it (srd_msg_mutex held). */
 static void srd_conn_free(struct srd_peer *peer, struct srd_conn *c)
 {
@@ -120,8 +153,7 @@ static void srd_rx_conn_req(struct srd_peer *peer, u64 gen,
 	c->rid = src;
 	c->gen = gen;
 	c->state = SRDC_QUEUED;
-	if (xa_alloc(&peer->conns, &c->lid, c,
-		     XA_LIMIT(1, SCIF_RDMA_MAX_CONNS), GFP_KERNEL_ACCOUNT)) {
+	if (srd_conn_alloc_id(peer, c) < 0) {
 		scif_ep_put(p);
 		kfree(c);
 		goto refuse;
@@ -251,6 +283,7 @@ void srd_msg_recv(struct srd_peer *peer, u64 gen,
 {
 	u32 dst = be32_to_cpu(h->dst), src = be32_to_cpu(h->src);
 	struct srd_conn *c;
+	bool known;
 
 	mutex_lock(&srd_msg_mutex);
 	if (h->type == SRD_F_CONN_REQ) {
@@ -272,9 +305,10 @@ void srd_msg_recv(struct srd_peer *peer, u64 gen,
 	}
 	if (h->type == SRD_F_RMA_REQ) {
 		/* every request is answered (step 20) */
+		known = c && c->gen == gen && c->rid == src;
 		srd_rma_rx_req(peer, gen,
-			       c && c->gen == gen && c->rid == src &&
-			       c->state == SRDC_LIVE ? c : NULL, h, payload);
+			       known && c->state == SRDC_LIVE ? c : NULL, known,
+			       h, payload);
 		goto out;
 	}
 	if (!c || c->gen != gen) {
@@ -402,9 +436,8 @@ static int srd_op_conn_request(struct scif_endpt *ep, u16 dst_node,
 		goto fail;
 	c->gen = READ_ONCE(peer->gen);
 	c->state = SRDC_CONNECTING;
-	ret = xa_alloc(&peer->conns, &c->lid, c,
-		       XA_LIMIT(1, SCIF_RDMA_MAX_CONNS), GFP_KERNEL_ACCOUNT);
-	if (ret) {
+	ret = srd_conn_alloc_id(peer, c);
+	if (ret < 0) {
 		ret = ret == -EBUSY ? -ENOSPC : ret;
 		goto fail;
 	}

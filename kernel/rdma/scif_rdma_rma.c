@@ -679,14 +679,14 @@ answer:
 }
 
 /*
- * RMA_REQ from the peer on connection @c (NULL if it is not live): check
- * every field, then serve it in a work item; anything else is answered
- * at once.  The frame's payload (h->len bytes, step 10: at least a
- * srd_rma_wire) must be exactly what the op carries.  srd_msg_mutex held
- * (CQ work).
+ * RMA_REQ from the peer on connection @c (NULL if it is not live; @known
+ * if its ids are a connection of ours in any state): check every field,
+ * then serve it in a work item; anything else is answered at once.  The
+ * frame's payload (h->len bytes, step 10: at least a srd_rma_wire) must
+ * be exactly what the op carries.  srd_msg_mutex held (CQ work).
  */
 void srd_rma_rx_req(struct srd_peer *peer, u64 gen, struct srd_conn *c,
-		    const struct srd_hdr *h, const u8 *payload)
+		    bool known, const struct srd_hdr *h, const u8 *payload)
 {
 	const struct srd_rma_wire *w = (const struct srd_rma_wire *)payload;
 	u32 rid = be32_to_cpu(h->src), id = be32_to_cpu(h->arg);
@@ -715,8 +715,17 @@ void srd_rma_rx_req(struct srd_peer *peer, u64 gen, struct srd_conn *c,
 		status = ENXIO;
 		goto answer;
 	}
-	if (!c)
+	if (!c) {
+		/*
+		 * A connection we do not have, counted (step 17): an honest
+		 * peer sends nothing after its CLOSE, and its id is free here
+		 * only once that came.  One that is ending is no fault.
+		 */
+		if (!known)
+			srd_bad_frame(peer, "RMA_REQ for no connection",
+				      sizeof(*h) + plen);
 		goto answer;
+	}
 	ka = srd_rma_use(peer, gen);
 	if (!ka)
 		return;	/* the link ended: so does the request */
@@ -844,19 +853,22 @@ static void srd_req_unslot(struct srd_ka *ka)
 }
 
 /*
- * Start request @req, a slot of the link taken: at most ka->rma_pages
+ * Start request @req of connection @lid (serial @serial), a slot of the
+ * link taken: at most ka->rma_pages
  * pages of ours; or, for SCIF_XPRT_RMA_SIGNAL (@pages NULL), 8 bytes of
  * value @off; or, for SRD_RMA_IREAD/IWRITE, at most SCIF_RDMA_RMA_INLINE
  * bytes of @pages, no MR (a write's data copied into the RMA_REQ now, a
  * read's copied from the RMA_DONE by srd_rma_rx_done()); or, for
  * SRD_RMA_MARK/WAIT (@pages NULL, @off 0, @len 4), a peer fence, a
- * mark's answer into @ans.  Map and register the pages, send RMA_REQ.  0
- * if the request is out (srd_req_wait() then ends it), else everything
- * is released, the slot included.
+ * mark's answer into @ans.  Map and register the pages, send RMA_REQ
+ * unless the connection ended meanwhile (-ECONNRESET: its ids may be a
+ * new connection's by the time the far host reads the request).  0 if the
+ * request is out (srd_req_wait() then ends it), else everything is
+ * released, the slot included.
  */
 static int srd_req_start(struct srd_ka *ka, u64 gen, u32 lid, u32 rid,
-			 int op, u64 roff, struct page **pages, u64 off,
-			 u32 len, u8 *ans, struct srd_req *req)
+			 u64 serial, int op, u64 roff, struct page **pages,
+			 u64 off, u32 len, u8 *ans, struct srd_req *req)
 {
 	struct srd_peer *peer = ka->peer;
 	bool rd = op == SCIF_XPRT_RMA_READ;
@@ -917,7 +929,18 @@ static int srd_req_start(struct srd_ka *ka, u64 gen, u32 lid, u32 rid,
 	w->len = cpu_to_be32(len);
 	if (data)
 		srd_from_pages((u8 *)(w + 1), pages, off, data);
-	ret = srd_xmit(peer, gen, tx);
+	/*
+	 * A call goes on after its endpoint's close (an asynchronous one in
+	 * a queue runner): once the CLOSE is out, nothing more of it may be.
+	 */
+	mutex_lock(&srd_msg_mutex);
+	if (srd_conn_live(peer, gen, lid, serial)) {
+		ret = srd_xmit(peer, gen, tx);
+	} else {
+		kfree(tx);
+		ret = -ECONNRESET;
+	}
+	mutex_unlock(&srd_msg_mutex);
 	if (!ret) {
 		if (inl)
 			atomic_inc(&srd_rma_inline_sent);
@@ -1122,8 +1145,8 @@ static int srd_req_one(struct scif_endpt *p, int op, u64 roff, u64 off,
 	} else if (READ_ONCE(ka->dead)) {
 		ret = -ECONNRESET;	/* a slot taken or not: the link is gone */
 	} else {
-		ret = srd_req_start(ka, gen, lid, rid, op, roff, NULL, off, len,
-				    ans, &req);
+		ret = srd_req_start(ka, gen, lid, rid, serial, op, roff, NULL,
+				    off, len, ans, &req);
 		if (!ret)
 			ret = srd_req_wait(ka, &req, &deadline);
 	}
@@ -1244,7 +1267,7 @@ int srd_rma(struct scif_endpt *ep, struct scif_endpt *p, int op, u64 roff,
 						      op == SCIF_XPRT_RMA_WRITE,
 						      &req[head % SRD_RMA_PIPE]);
 			if (serr == -ENOENT)
-				serr = srd_req_start(ka, gen, lid, rid,
+				serr = srd_req_start(ka, gen, lid, rid, serial,
 						     n <= SCIF_RDMA_RMA_INLINE ?
 						     iop : op, roff + done,
 						     pages + (pos >> PAGE_SHIFT),

@@ -1955,9 +1955,98 @@ static int kill_cli(struct peer_ctx *c) {
     return rma_counters_zero();
 }
 
-/* Nothing pinned, registered, mapped or in flight is left behind. */
-static int counters(struct peer_ctx *c) {
+/*
+ * A call that outlives its endpoint's close (asynchronous, in a queue
+ * runner) sends nothing after the connection's CLOSE: across hosts, its
+ * further requests would carry the ended connection's ids, which the next
+ * connection between the same hosts may have by then, and its bytes would
+ * land in that connection's windows.  The client starts an asynchronous
+ * writeto of ST_LEN bytes (more requests than one call keeps in flight),
+ * closes the endpoint at once, and after a round trip on the control
+ * connection (the far host's CLOSE came before its answer) connects
+ * again; the server registers the same offsets over a fresh buffer on the
+ * new connection, and once nothing is in flight on the client's host
+ * (debugfs rma_inflight 0) every byte of it must be as it was.  Across
+ * hosts the server's bad_frames must not grow either: a request for a
+ * connection it no longer has is counted there, whatever its ids meet.
+ */
+#define ST_LEN (16 << 20)
+
+static int stale_srv(struct peer_ctx *c) {
+    uint8_t *old = srv_buf(), *buf = srv_buf();
+    int l0 = peer_listen(c, 0, 1), l1 = peer_listen(c, 1, 1), a, b;
+    int64_t off = WIN_OFF;
+    struct scif_portID id;
+    long long f0 = 0, f1 = 0;
+
+    CHECK(old && buf, "alloc");
+    CHECK(l0 >= 0 && l1 >= 0, "listen");
+    if (c->remote) {
+        f0 = inl_counter("bad_frames");
+        CHECK(f0 >= 0, "no " INL_SYSFS "bad_frames");
+    }
     CHECK(peer_sync(c) == 0);
+    a = peer_accept(c, l0, &id);
+    CHECK(a >= 0, "accept the first connection");
+    CHECK(srv_windows(a, old, 0) == 0 && send_all(a, &off, sizeof(off)) == 0,
+          "the first connection's windows, their offset");
+    CHECK(peer_sync(c) == 0); /* the client closed its endpoint */
+    b = peer_accept(c, l1, &id);
+    CHECK(b >= 0, "accept the second connection");
+    close(l0);
+    close(l1);
+    CHECK(srv_windows(b, buf, 0) == 0 && send_all(b, &off, sizeof(off)) == 0,
+          "the second connection's windows, their offset");
+    /* checked against nothing written: every byte srv_pat() */
+    CHECK(srv_end(b, buf) == KSFT_PASS, "the second connection's windows");
+    CHECK_OK(scif_close(a));
+    free(old);
+    if (c->remote) {
+        f1 = inl_counter("bad_frames");
+        CHECK(f1 == f0, "bad_frames %lld -> %lld: requests after the connection's CLOSE", f0, f1);
+    }
+    return KSFT_PASS;
+}
+
+static int stale_cli(struct peer_ctx *c) {
+    uint8_t *lw;
+    off_t roff;
+    int64_t off = 0;
+    int a, b, i;
+
+    CHECK(peer_sync(c) == 0);
+    a = peer_conn(c, 0);
+    CHECK(a >= 0, "connect");
+    CHECK(recv_all(a, &off, sizeof(off)) == 0, "the offset");
+    roff = (off_t)off;
+    CHECK(local_window(a, 0, ST_LEN, &lw) == 0, "local window");
+    CHECK_OK(scif_writeto(a, 0, ST_LEN, roff, 0));
+    CHECK_OK(scif_close(a));
+    CHECK(peer_sync(c) == 0);
+    b = peer_conn(c, 1);
+    CHECK(b >= 0, "connect again");
+    CHECK(recv_all(b, &off, sizeof(off)) == 0, "the offset again");
+    for (i = 0; i < c->wait_s * 100 && dbg_counter("rma_inflight") > 0; i++)
+        sleep_ms(10);
+    CHECK(dbg_counter("rma_inflight") == 0, "debugfs rma_inflight %lld after %d s",
+          dbg_counter("rma_inflight"), c->wait_s);
+    free(lw);
+    return cli_done(b);
+}
+
+/*
+ * Nothing pinned, registered, mapped or in flight is left behind; across
+ * hosts no frame of the run was bad (bad_frames 0: an honest peer sends
+ * none, and this boot's link had no other).
+ */
+static int counters(struct peer_ctx *c) {
+    long long bad;
+
+    CHECK(peer_sync(c) == 0);
+    if (c->remote) {
+        bad = inl_counter("bad_frames");
+        CHECK(bad == 0, INL_SYSFS "bad_frames %lld after the run, expected 0", bad);
+    }
     return rma_counters_zero();
 }
 
@@ -2006,7 +2095,11 @@ static const struct peer_test tests[] = {
     {"peer rma: peer unregisters during transfers: ENXIO, no hang", srv_unreg, unreg_cli, 300, 0},
     {"peer rma: kill -9 mid 16 MiB vreadfrom: other connections work, counters zero", kill_srv,
      kill_cli, 600, 0},
-    {"peer rma: RMA counters zero on both sides", counters, counters, 120, 0},
+    {"peer rma: a call going on after its endpoint's close writes nothing into the next "
+     "connection's windows",
+     stale_srv, stale_cli, 300, 0},
+    {"peer rma: RMA counters zero on both sides; across hosts no bad frame", counters, counters,
+     120, 0},
 };
 
 int main(int argc, char **argv) {
