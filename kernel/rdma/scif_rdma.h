@@ -136,9 +136,9 @@
  *     only while its connection is live, checked under srd_msg_mutex as
  *     the CLOSE is sent (step 16): a call that goes on after its
  *     endpoint's close (an asynchronous one) ends with ECONNRESET at its
- *     next request.  The target serves
- *     requests in parallel work items (srd_rma_wq), bounded per link by
- *     SCIF_RDMA_RMA_REQS and SCIF_RDMA_RMA_SQ.
+ *     next request.  The target serves requests in parallel work items
+ *     (srd_rma_wq), bounded per link by SCIF_RDMA_RMA_REQS and
+ *     SCIF_RDMA_RMA_SQ.
  * 20. It sends RMA_REQ (dst, src = the connection ids, arg = a request id
  *     unique among its outstanding ones, arg2 = the op: 1 the initiator
  *     reads, 2 it writes; payload struct srd_rma_wire: remote offset, MR

@@ -854,11 +854,11 @@ static void srd_req_unslot(struct srd_ka *ka)
 
 /*
  * Start request @req of connection @lid (serial @serial), a slot of the
- * link taken: at most ka->rma_pages
- * pages of ours; or, for SCIF_XPRT_RMA_SIGNAL (@pages NULL), 8 bytes of
- * value @off; or, for SRD_RMA_IREAD/IWRITE, at most SCIF_RDMA_RMA_INLINE
- * bytes of @pages, no MR (a write's data copied into the RMA_REQ now, a
- * read's copied from the RMA_DONE by srd_rma_rx_done()); or, for
+ * link taken: at most ka->rma_pages pages of ours; or, for
+ * SCIF_XPRT_RMA_SIGNAL (@pages NULL), 8 bytes of value @off; or, for
+ * SRD_RMA_IREAD/IWRITE, at most SCIF_RDMA_RMA_INLINE bytes of @pages, no
+ * MR (a write's data copied into the RMA_REQ now, a read's copied from
+ * the RMA_DONE by srd_rma_rx_done()); or, for
  * SRD_RMA_MARK/WAIT (@pages NULL, @off 0, @len 4), a peer fence, a
  * mark's answer into @ans.  Map and register the pages, send RMA_REQ
  * unless the connection ended meanwhile (-ECONNRESET: its ids may be a
