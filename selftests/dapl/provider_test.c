@@ -19,8 +19,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <unistd.h>
@@ -898,6 +900,156 @@ out:
     side_close(&t);
 }
 
+/*
+ * Registering a large LMR on a connection is the registering side's own
+ * work, not the peer's answer, so it does not count against the connect
+ * timeout: on the active side the timeout starts when CONN_REQ leaves
+ * (after dat_ep_connect registered its LMRs), and on the passive side
+ * CONN_ACCEPTING, sent before dat_cr_accept registers, ends it.  Each
+ * connect registers a fresh, never touched mapping of BIG_LMR bytes, so
+ * the registration faults in and pins every page, as a consumer's large
+ * malloc'ed buffer does (Debian's dtest: two of 412 MiB).  A first
+ * connect (5 s timeout) measures this run's registration and the
+ * request's trip; the second gives half that registration as its
+ * timeout, which a registration counted against it outlasts.  Where the
+ * registration is too fast to tell from the trip, SKIP.
+ */
+#define BIG_LMR (256u << 20)
+
+static long long mono_us(void) {
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000000 + t.tv_nsec / 1000;
+}
+
+struct big {
+    unsigned char *p;
+    DAT_LMR_HANDLE lmr;
+};
+
+/* A fresh mapping of BIG_LMR bytes as an LMR of @s with every right. */
+static int big_get(struct side *s, struct big *m) {
+    DAT_LMR_CONTEXT lc;
+    DAT_RMR_CONTEXT rc;
+
+    m->lmr = DAT_HANDLE_NULL;
+    m->p = mmap(NULL, BIG_LMR, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m->p == MAP_FAILED) {
+        m->p = NULL;
+        return 0;
+    }
+    return lmr(s, m->p, BIG_LMR, s->pz, DAT_MEM_PRIV_ALL_FLAG, &m->lmr, &lc, &rc);
+}
+
+static void big_put(struct big *m) {
+    if (m->lmr)
+        dat_lmr_free(m->lmr);
+    if (m->p)
+        munmap(m->p, BIG_LMR);
+    m->lmr = DAT_HANDLE_NULL;
+    m->p = NULL;
+}
+
+/*
+ * a connects to b's PSP @qual with @timeout (us), b accepts: the two
+ * sides' connection events in *ea, *eb (0: none within 5 s), the time of
+ * dat_ep_connect (a's registration) or of dat_cr_accept (b's) by
+ * @passive in *reg, from dat_ep_connect's return to the CR event in *trip.
+ */
+static void big_connect(struct side *a, struct side *b, DAT_CONN_QUAL qual, DAT_TIMEOUT timeout,
+                        int passive, long long *reg, long long *trip, DAT_EVENT_NUMBER *ea,
+                        DAT_EVENT_NUMBER *eb) {
+    DAT_EVENT ev;
+    long long t0, t1, t2, t3;
+
+    *ea = *eb = 0;
+    *reg = *trip = 0;
+    t0 = mono_us();
+    if (dat_ep_connect(a->ep, ia_addr(b), qual, timeout, 0, NULL, DAT_QOS_BEST_EFFORT,
+                       DAT_CONNECT_DEFAULT_FLAG))
+        return;
+    t1 = mono_us();
+    if (wait_ev(b->cr, &ev) != DAT_CONNECTION_REQUEST_EVENT)
+        return;
+    t2 = mono_us();
+    if (dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, b->ep, 0, NULL))
+        return;
+    t3 = mono_us();
+    *reg = passive ? t3 - t2 : t1 - t0;
+    *trip = t2 - t1;
+    *ea = wait_ev(a->conn, &ev);
+    *eb = wait_ev(b->conn, &ev);
+}
+
+static void test_big_lmr_timeout(int passive) {
+    const char *who = passive ? "passive" : "active";
+    const DAT_CONN_QUAL qual = QUAL_BASE + 30 + passive;
+    struct side a, b;
+    struct big m = {NULL, DAT_HANDLE_NULL};
+    DAT_EP_ATTR at;
+    DAT_EVENT ev;
+    long long reg, trip;
+    DAT_EVENT_NUMBER ea, eb;
+
+    memset(&b, 0, sizeof(b)); /* side_close(&b) after a failed side_open(&a) */
+    small_attr(&at, 2, 4);
+    if (!side_open(&a, &at) || !side_open(&b, &at) ||
+        dat_psp_create(b.ia, qual, b.cr, DAT_PSP_CONSUMER_FLAG, &b.psp)) {
+        ksft_test_result_fail("%s side's %u MiB LMR: setup", who, BIG_LMR >> 20);
+        goto out;
+    }
+    struct side *owner = passive ? &b : &a;
+
+    /* 1: measure, with a timeout no registration here comes near. */
+    if (!big_get(owner, &m)) {
+        ksft_test_result_fail("%s side's %u MiB LMR: mmap or lmr_create", who, BIG_LMR >> 20);
+        goto out;
+    }
+    big_connect(&a, &b, qual, T5S, passive, &reg, &trip, &ea, &eb);
+    if (ea != DAT_CONNECTION_EVENT_ESTABLISHED || eb != DAT_CONNECTION_EVENT_ESTABLISHED) {
+        ksft_test_result_fail("%s side's %u MiB LMR: the measuring connect: events 0x%x 0x%x", who,
+                              BIG_LMR >> 20, ea, eb);
+        goto out;
+    }
+    dat_ep_disconnect(a.ep, DAT_CLOSE_ABRUPT_FLAG);
+    ea = wait_ev(a.conn, &ev);
+    eb = wait_ev(b.conn, &ev);
+    big_put(&m);
+    if (ea != DAT_CONNECTION_EVENT_DISCONNECTED || eb != DAT_CONNECTION_EVENT_DISCONNECTED ||
+        dat_ep_reset(a.ep) || dat_ep_reset(b.ep) || !big_get(owner, &m)) {
+        ksft_test_result_fail("%s side's %u MiB LMR: disconnect (0x%x 0x%x), reset, a new LMR", who,
+                              BIG_LMR >> 20, ea, eb);
+        goto out;
+    }
+    ksft_print_msg("%s side's %u MiB LMR: registration %lld us, CONN_REQ to CR event %lld us\n",
+                   who, BIG_LMR >> 20, reg, trip);
+    /* The timeout must leave the answer's trips (and a loud host) room. */
+    if (reg / 2 < 8 * trip + 20000) {
+        ksft_test_result_skip("registration too fast to tell from the trip",
+                              "%s side's %u MiB LMR registration outlasting the connect timeout",
+                              who, BIG_LMR >> 20);
+        goto out;
+    }
+
+    /* 2: the timeout half the registration. */
+    DAT_TIMEOUT timeout = (DAT_TIMEOUT)(reg / 2);
+    big_connect(&a, &b, qual, timeout, passive, &reg, &trip, &ea, &eb);
+    ksft_test_result(ea == DAT_CONNECTION_EVENT_ESTABLISHED &&
+                         eb == DAT_CONNECTION_EVENT_ESTABLISHED,
+                     "%s side's %u MiB LMR registering longer than the connect timeout "
+                     "(%u us; this time %lld us): ESTABLISHED both sides (events 0x%x 0x%x)",
+                     who, BIG_LMR >> 20, (unsigned)timeout, reg, ea, eb);
+out:
+    /* the LMR before its IA (whose abrupt close would free it), the mapping after */
+    if (m.lmr)
+        dat_lmr_free(m.lmr);
+    m.lmr = DAT_HANDLE_NULL;
+    side_close(&a);
+    side_close(&b);
+    big_put(&m);
+}
+
 int main(int argc, char **argv) {
     struct side a, b;
     DAT_EP_ATTR attr;
@@ -912,7 +1064,7 @@ int main(int argc, char **argv) {
     small_attr(&attr, 2, 4);
     if (!side_open(&a, &attr) || !side_open(&b, NULL))
         return ksft_exit_skip_all("cannot open the " IA_NAME " IA");
-    ksft_set_plan(45);
+    ksft_set_plan(47);
 
     int ok = dat_ia_query(a.ia, NULL, DAT_IA_FIELD_ALL, &ia_attr, DAT_PROVIDER_FIELD_ALL, &pa) ==
              DAT_SUCCESS;
@@ -965,5 +1117,7 @@ int main(int argc, char **argv) {
     test_accept_after_other_disconnect();
     test_peer_death();
     test_stalled_peer();
+    test_big_lmr_timeout(0);
+    test_big_lmr_timeout(1);
     return ksft_exit();
 }
