@@ -42,9 +42,11 @@
  *     payload length, two arguments; big-endian), then the payload (DATA,
  *     RMA_REQ, an inline read's RMA_DONE).  While up, each side queues a
  *     PING every SCIF_RDMA_KEEPALIVE.  A send or receive completing in
- *     error, or nothing valid received for SCIF_RDMA_DEAD, ends the link as
- *     in step 8: so a peer that vanishes without a DREQ (powered off, link
- *     gone) goes down.
+ *     error, or no sign of the peer's life for SCIF_RDMA_DEAD (no valid
+ *     frame received, no send or RDMA READ/WRITE of ours acknowledged,
+ *     on iWARP no RDMA READ answered: srd_ka_alive()), ends the link as
+ *     in step 8: so a peer that vanishes without a DREQ (powered off,
+ *     link gone) goes down.
  *  8. DISCONNECTED, DEVICE_REMOVAL, ADDR/ROUTE/CONNECT errors, UNREACHABLE,
  *     REJECTED, the keepalive (step 7), the peer being deleted, or the
  *     module unloading end the link: the node is marked down, the QP, CQ,
@@ -355,7 +357,7 @@
 #define SCIF_RDMA_TIMEOUT_MS	2000
 #define SCIF_RDMA_MAX_WRITE	128	/* longest accepted sysfs write */
 #define SCIF_RDMA_KEEPALIVE	HZ	/* a PING this often while up */
-#define SCIF_RDMA_DEAD		(5 * HZ) /* nothing received: link dead */
+#define SCIF_RDMA_DEAD		(5 * HZ) /* no sign of life: link dead */
 #define SCIF_RDMA_FRAME_MAGIC	0x5343464dU	/* "SCFM" */
 /*
  * The link window: at most NRECV frames of BUF bytes (1 MiB) in flight per
@@ -514,7 +516,8 @@ struct srd_tx {
  * no mutex: a frame's completion goes on the sent list (lock-free) for
  * sent_work, an RDMA work request's only touches atomics, its own struct
  * srd_rwr and rma_wq, and leaves a failure in rdma_err for sent_work,
- * which ends the link.
+ * which ends the link; a successful one of either stamps last_alive
+ * (WRITE_ONCE; the keepalive work reads it with READ_ONCE).
  */
 struct srd_ka {
 	struct srd_peer *peer;
@@ -527,7 +530,12 @@ struct srd_ka {
 	unsigned int tx_credits;	/* the peer's receives we may use */
 	unsigned int rx_unrep;		/* our reposted receives, unreported */
 	bool ping_busy;			/* a PING queued or posted */
-	unsigned long last_rx;		/* jiffies of the last valid frame */
+	/*
+	 * jiffies of the peer's last sign of life (srd_ka_alive()): a valid
+	 * frame received, or a send or RDMA READ/WRITE of ours that the peer
+	 * acknowledged.
+	 */
+	unsigned long last_alive;
 	struct llist_head sent;		/* srd_tx completed, newest first */
 	int rdma_err;			/* an RMA WR's failure, or 0 */
 	struct work_struct sent_work;	/* srd_sent_work() */
@@ -764,6 +772,22 @@ int srd_rma(struct scif_endpt *ep, struct scif_endpt *p, int op, u64 roff,
 int srd_signal(struct scif_endpt *ep, struct scif_endpt *p, u64 roff,
 	       u64 val);
 int srd_fence(struct scif_endpt *ep, struct scif_endpt *p, int op, int *mark);
+
+/*
+ * The peer showed it is alive (step 7).  Not only frames count: frames
+ * queue behind the RDMA work requests posted before them on the peer's
+ * send queue, so while the peer serves our large reads no frame of its
+ * may arrive for longer than SCIF_RDMA_DEAD on a slow link, but it still
+ * acknowledges our PINGs.  On InfiniBand and RoCE a send or RDMA WRITE
+ * completes once the peer acknowledged it; on iWARP it may complete once
+ * handed to TCP (Soft-iWARP does), which proves nothing, so there only
+ * an RDMA READ, answered by the peer, counts besides frames.  A local
+ * operation (IB_WR_REG_MR) never counts.
+ */
+static inline void srd_ka_alive(struct srd_ka *ka)
+{
+	WRITE_ONCE(ka->last_alive, jiffies);
+}
 
 static inline bool srd_id_ok(unsigned int id)
 {

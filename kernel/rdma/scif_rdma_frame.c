@@ -218,6 +218,8 @@ static void srd_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct srd_ka *ka = tx->ka;
 
 	tx->wc_status = wc->status;
+	if (wc->status == IB_WC_SUCCESS && !ka->iwarp)
+		srd_ka_alive(ka);	/* the peer acknowledged it */
 	if (llist_add(&tx->sent, &ka->sent))
 		queue_work(srd_wq, &ka->sent_work);
 }
@@ -373,7 +375,7 @@ static void srd_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	if (why) {
 		srd_bad_frame(peer, why, wc->byte_len);
 	} else {
-		ka->last_rx = jiffies;
+		srd_ka_alive(ka);
 		ka->tx_credits += be16_to_cpu(h->lcredits);
 		deliver = h->type > SRD_F_LCREDIT;
 		srd_link_early_frame(peer);
@@ -464,8 +466,9 @@ int srd_ka_create(struct srd_peer *peer, struct rdma_cm_id *id)
 }
 
 /*
- * Every SCIF_RDMA_KEEPALIVE while the link is up: end it if nothing valid
- * came for SCIF_RDMA_DEAD, else queue a PING (unless one is pending).
+ * Every SCIF_RDMA_KEEPALIVE while the link is up: end it if the peer gave
+ * no sign of life for SCIF_RDMA_DEAD (srd_ka_alive()), else queue a PING
+ * (unless one is pending).
  */
 void srd_ka_work_fn(struct work_struct *work)
 {
@@ -478,8 +481,8 @@ void srd_ka_work_fn(struct work_struct *work)
 	ka = peer->res.ka;
 	if (!ka || peer->removed || peer->state != SRD_UP)
 		goto out;	/* ESTABLISHED starts it again */
-	if (time_after(jiffies, ka->last_rx + SCIF_RDMA_DEAD)) {
-		srd_link_fail(peer, "keepalive: nothing received",
+	if (time_after(jiffies, READ_ONCE(ka->last_alive) + SCIF_RDMA_DEAD)) {
+		srd_link_fail(peer, "keepalive: no sign of life",
 			      -ETIMEDOUT);
 		goto out;
 	}

@@ -177,7 +177,7 @@ static void srd_link_established(struct srd_peer *peer)
 	WRITE_ONCE(peer->state, SRD_UP);
 	peer->backoff = SCIF_RDMA_BACKOFF_MIN;
 	if (peer->res.ka) {
-		peer->res.ka->last_rx = jiffies;
+		srd_ka_alive(peer->res.ka);
 		mod_delayed_work(srd_wq, &peer->ka_work, SCIF_RDMA_KEEPALIVE);
 	}
 	if (!peer->node_up &&

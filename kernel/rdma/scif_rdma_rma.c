@@ -178,7 +178,12 @@ static void srd_rwr_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct srd_ka *ka = r->ka;
 	int busy, left;
 
-	if (wc->status != IB_WC_SUCCESS) {
+	if (wc->status == IB_WC_SUCCESS) {
+		/* answered by the peer's device; not a registration */
+		if (wc->opcode == IB_WC_RDMA_READ ||
+		    (wc->opcode == IB_WC_RDMA_WRITE && !ka->iwarp))
+			srd_ka_alive(ka);
+	} else {
 		if (!r->status)
 			r->status = wc->status;
 		if (!READ_ONCE(ka->rdma_err)) {

@@ -2035,6 +2035,115 @@ static int stale_cli(struct peer_ctx *c) {
 }
 
 /*
+ * A link slower than the keepalive's bound for what the far host queued on
+ * it: the server shapes its host's egress to SLOW_RATE (a netem qdisc on
+ * $SCIF_TEST_NETDEV), so the RDMA WRITEs that serve the client's one
+ * SLOW_LEN readfrom (four 1 MiB requests in flight, the first call on the
+ * connection: no key yet) hold the server's frames, its RMA_DONEs and
+ * PINGs, which its send queue has behind them, from the client for about
+ * 16 s, past the 5 s after which the keepalive ends a link that gave no
+ * sign of life.  The server still acknowledges the client's PINGs, which
+ * is such a sign, so the link stays up: the call returns 0 and every byte
+ * is checked.  Across hosts only, and only where the server may shape its
+ * link (SCIF_TEST_NETDEV set, tc and sch_netem there); else both SKIP.
+ * Over iWARP both SKIP too: there a send's completion proves nothing (see
+ * srd_ka_alive()), and such a link still ends after 5 s.
+ */
+#define SLOW_LEN (4 << 20)
+#define SLOW_RATE "2mbit"
+
+/* Shape (@on) or unshape @dev's egress: 0 or the command's status. */
+static int slow_shape(const char *dev, int on) {
+    char cmd[256];
+
+    if (!dev || !*dev || strlen(dev) > 32 ||
+        dev[strspn(dev, "abcdefghijklmnopqrstuvwxyz0123456789")])
+        return -1;
+    if (on)
+        snprintf(cmd, sizeof(cmd),
+                 "modprobe sch_netem 2>/dev/null; tc qdisc add dev %s root netem rate " SLOW_RATE,
+                 dev);
+    else
+        snprintf(cmd, sizeof(cmd), "tc qdisc del dev %s root", dev);
+    return system(cmd);
+}
+
+/* Whether an RDMA device here is an iWARP one (node type RNIC). */
+static int slow_iwarp(void) {
+    glob_t g;
+    char t[64];
+    int iwarp = 0;
+    size_t i;
+
+    if (glob("/sys/class/infiniband/*/node_type", 0, NULL, &g))
+        return 0;
+    for (i = 0; i < g.gl_pathc; i++) {
+        FILE *f = fopen(g.gl_pathv[i], "r");
+
+        if (f && fgets(t, sizeof(t), f) && strstr(t, "RNIC"))
+            iwarp = 1;
+        if (f)
+            fclose(f);
+    }
+    globfree(&g);
+    return iwarp;
+}
+
+/* What the server tells the client. */
+enum { SLOW_NO_SHAPING, SLOW_SHAPED, SLOW_IWARP };
+#define SLOW_IWARP_WHY                                                                             \
+    "iWARP: a send completes once handed to TCP, no sign of the peer's life, so the keepalive "    \
+    "counts frames and READs only and this link ends (docs/transport.md, Keepalive)"
+
+static int slow_srv(struct peer_ctx *c) {
+    const char *dev = getenv("SCIF_TEST_NETDEV");
+    int how = slow_iwarp() ? SLOW_IWARP : slow_shape(dev, 1) == 0 ? SLOW_SHAPED : SLOW_NO_SHAPING;
+    int r, epd;
+    uint8_t *buf;
+
+    CHECK(peer_tell(c, how) == 0);
+    if (how == SLOW_IWARP)
+        return test_skip(SLOW_IWARP_WHY);
+    if (how != SLOW_SHAPED)
+        return test_skip("cannot shape the link: SCIF_TEST_NETDEV '%s', tc, sch_netem",
+                         dev ? dev : "");
+    buf = srv_buf();
+    epd = srv_open(c, buf, 0);
+    if (epd >= 0) {
+        r = srv_end(epd, buf); /* frees buf */
+    } else {
+        free(buf);
+        r = KSFT_FAIL;
+    }
+    CHECK(slow_shape(dev, 0) == 0, "tc qdisc del dev %s root", dev);
+    return r;
+}
+
+static int slow_cli(struct peer_ctx *c) {
+    size_t j;
+    uint8_t *buf;
+    off_t roff;
+    int how = SLOW_NO_SHAPING, epd;
+
+    CHECK(peer_hear(c, &how) == 0);
+    if (how == SLOW_IWARP)
+        return test_skip(SLOW_IWARP_WHY);
+    if (how != SLOW_SHAPED)
+        return test_skip("the server cannot shape its link (SCIF_TEST_NETDEV, tc, sch_netem)");
+    epd = cli_setup(c, &roff);
+    CHECK(epd >= 0, "connect");
+    CHECK(local_window(epd, 0, SLOW_LEN, &buf) == 0, "local window");
+    memset(buf, 0xee, SLOW_LEN);
+    CHECK_OK(scif_readfrom(epd, 0, SLOW_LEN, roff + 3, SCIF_RMA_SYNC));
+    for (j = 0; j < SLOW_LEN; j++)
+        CHECK(buf[j] == srv_pat(j + 3), "local byte %zu is %#x, expected %#x", j, buf[j],
+              srv_pat(j + 3));
+    CHECK_OK(scif_unregister(epd, 0, SLOW_LEN));
+    free(buf);
+    return cli_done(epd);
+}
+
+/*
  * Nothing pinned, registered, mapped or in flight is left behind; across
  * hosts no frame of the run was bad (bad_frames 0: an honest peer sends
  * none, and this boot's link had no other).
@@ -2098,6 +2207,9 @@ static const struct peer_test tests[] = {
     {"peer rma: a call going on after its endpoint's close writes nothing into the next "
      "connection's windows",
      stale_srv, stale_cli, 300, 0},
+    {"peer rma: a 4 MiB read on a link too slow for the far host's frames to come within the "
+     "keepalive's 5 s: the link stays up, data checked",
+     slow_srv, slow_cli, 300, PEER_REMOTE_ONLY},
     {"peer rma: RMA counters zero on both sides; across hosts no bad frame", counters, counters,
      120, 0},
 };
