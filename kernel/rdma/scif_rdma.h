@@ -700,7 +700,7 @@ void srd_rma_rx_req(struct srd_peer *peer, u64 gen, struct srd_conn *c,
 		    bool known, const struct srd_hdr *h, const u8 *payload);
 void srd_rma_rx_done(struct srd_peer *peer, u64 gen, const struct srd_hdr *h);
 extern atomic_t srd_rma_inline_sent, srd_rma_inline_served, srd_rma_late;
-extern atomic_t srd_rma_regs;
+extern atomic_t srd_rma_regs, srd_rma_wakeups;
 /* tombstones of requests given up on, per link (step 22) */
 #define SRD_RMA_TOMBS		(4 * SCIF_RDMA_RMA_REQS)
 
@@ -708,8 +708,8 @@ extern atomic_t srd_rma_regs;
  * Work requests of one RMA step on the link's send queue: pending counts
  * those posted and not completed (raised before each is posted, lowered
  * with release by its completion in softirq, the handler's last touch of
- * the struct; its owner reads it with acquire); status is the first
- * completion error.
+ * the struct; its owner reads it with acquire), plus one while its owner
+ * posts several (srd_post_sg()); status is the first completion error.
  */
 struct srd_rwr {
 	struct ib_cqe cqe;

@@ -804,6 +804,8 @@ SRD_COUNTER_ATTR(rma_keys, srd_keys_live);
 SRD_COUNTER_ATTR(rma_polled, srd_rma_polled);
 /* memory registrations posted (requests' MRs, read keys) */
 SRD_COUNTER_ATTR(rma_regs, srd_rma_regs);
+/* completions that woke RMA waiters (one per transfer, not per WR) */
+SRD_COUNTER_ATTR(rma_wakeups, srd_rma_wakeups);
 
 static ssize_t rma_inline_max_show(struct kobject *kobj,
 				   struct kobj_attribute *attr, char *buf)
@@ -832,6 +834,7 @@ static struct attribute *srd_attrs[] = {
 	&srd_rma_keys_attr.attr,
 	&srd_rma_polled_attr.attr,
 	&srd_rma_regs_attr.attr,
+	&srd_rma_wakeups_attr.attr,
 	&srd_self_attr.attr,
 	&srd_nodes_attr.attr,
 	&srd_rejected_attr.attr,

@@ -35,6 +35,8 @@ atomic_t srd_rma_inline_served = ATOMIC_INIT(0);
 atomic_t srd_rma_late = ATOMIC_INIT(0);
 /* IB_WR_REG_MR posted by this host (sysfs): what the peer reaches */
 atomic_t srd_rma_regs = ATOMIC_INIT(0);
+/* RMA completions that woke the link's RMA waiters (srd_rwr_done()) */
+atomic_t srd_rma_wakeups = ATOMIC_INIT(0);
 
 static_assert(SRD_RMA_PIPE >= 1 && SRD_RMA_PIPE <= SCIF_RDMA_RMA_REQS);
 
@@ -207,8 +209,10 @@ static void srd_rwr_done(struct ib_cq *cq, struct ib_wc *wc)
 	 * completion of another's, to sleep again, on the CPU the device's
 	 * own work needs (Soft-RoCE's).
 	 */
-	if (!left || busy == SCIF_RDMA_RMA_SQ - 1)
+	if (!left || busy == SCIF_RDMA_RMA_SQ - 1) {
+		atomic_inc(&srd_rma_wakeups);
 		wake_up_all(&ka->rma_wq);
+	}
 }
 
 static bool srd_rwr_idle(const struct srd_rwr *r)
@@ -441,7 +445,9 @@ int srd_map(struct srd_ka *ka, struct srd_map *m, struct page **pages,
  * peer's @raddr under @rkey, each WR at most @piece bytes and
  * ka->max_sge entries of the PD's local DMA key: no MR to register and
  * invalidate, as nothing remote reaches these pages.  0 or the first
- * error; *@posted WRs are out either way.
+ * error; *@posted WRs are out either way.  @r's pending holds one more
+ * while they are posted, so that a WR completing before the next is out
+ * is not taken for the last one: the owner is woken once, by the last.
  */
 static int srd_post_sg(struct srd_rwr *r, struct srd_map *m, u32 piece,
 		       enum ib_wr_opcode op, u64 raddr, u32 rkey,
@@ -461,6 +467,7 @@ static int srd_post_sg(struct srd_rwr *r, struct srd_map *m, u32 piece,
 	int left = m->nents, ret = 0;
 
 	*posted = 0;
+	atomic_inc(&r->pending);	/* the bias: none is last while posting */
 	while (at < m->len && !ret) {
 		wr.wr.num_sge = 0;
 		wlen = 0;
@@ -488,14 +495,21 @@ static int srd_post_sg(struct srd_rwr *r, struct srd_map *m, u32 piece,
 				segoff = 0;
 			}
 		}
-		if (!wlen)
-			return -EINVAL;	/* no piece, or a short mapping */
+		if (!wlen) {
+			ret = -EINVAL;	/* no piece, or a short mapping */
+			break;
+		}
 		wr.remote_addr = raddr + at;
 		ret = srd_rwr_post(r, &wr.wr);
 		if (!ret)
 			(*posted)++;
 		at += wlen;
 	}
+	/*
+	 * At 0 every WR already completed, and nobody waits for @r yet.
+	 * Acquire: it reads what their release wrote, as srd_rwr_idle().
+	 */
+	atomic_dec_return_acquire(&r->pending);
 	return ret;
 }
 
