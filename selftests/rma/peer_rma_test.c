@@ -968,8 +968,7 @@ static int wake_cli(struct peer_ctx *c) {
          "switches",
          WAKE_READS, DR_MID, w1 - w0, g1 - g0, sw);
     /* the last READ of each wakes its caller: the counter counts */
-    CHECK(w1 - w0 >= WAKE_READS, "rma_wakeups %lld -> %lld in %d direct reads", w0, w1,
-          WAKE_READS);
+    CHECK(w1 - w0 >= WAKE_READS, "rma_wakeups %lld -> %lld in %d direct reads", w0, w1, WAKE_READS);
     CHECK(w1 - w0 <= WAKE_READS + (g1 - g0),
           "rma_wakeups %lld -> %lld in %d direct reads making %lld registrations, expected +%lld "
           "at most: woken per READ?",
