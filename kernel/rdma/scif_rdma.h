@@ -46,7 +46,10 @@
  *     frame received, no send or RDMA READ/WRITE of ours acknowledged,
  *     on iWARP no RDMA READ answered: srd_ka_alive()), ends the link as
  *     in step 8: so a peer that vanishes without a DREQ (powered off,
- *     link gone) goes down.
+ *     link gone) goes down.  On iWARP, where the peer's frames are all
+ *     we hear of it while it writes to us, a side queues a PING after
+ *     every SCIF_RDMA_MARK bytes of RDMA WRITEs posted with no frame
+ *     among them (srd_ka_mark(); at most one unposted).
  *  8. DISCONNECTED, DEVICE_REMOVAL, ADDR/ROUTE/CONNECT errors, UNREACHABLE,
  *     REJECTED, the keepalive (step 7), the peer being deleted, or the
  *     module unloading end the link: the node is marked down, the QP, CQ,
@@ -358,6 +361,7 @@
 #define SCIF_RDMA_MAX_WRITE	128	/* longest accepted sysfs write */
 #define SCIF_RDMA_KEEPALIVE	HZ	/* a PING this often while up */
 #define SCIF_RDMA_DEAD		(5 * HZ) /* no sign of life: link dead */
+#define SCIF_RDMA_MARK		(256 * 1024) /* iWARP: WRITE bytes per mark */
 #define SCIF_RDMA_FRAME_MAGIC	0x5343464dU	/* "SCFM" */
 /*
  * The link window: at most NRECV frames of BUF bytes (1 MiB) in flight per
@@ -501,6 +505,7 @@ struct srd_tx {
 	u64 dma;
 	bool mapped;
 	bool ping;
+	bool mark;			/* an iWARP mark (srd_ka_mark()) */
 	u32 len;			/* header + payload */
 	u32 payload;
 	u8 buf[];			/* struct srd_hdr, then payload */
@@ -530,6 +535,12 @@ struct srd_ka {
 	unsigned int tx_credits;	/* the peer's receives we may use */
 	unsigned int rx_unrep;		/* our reposted receives, unreported */
 	bool ping_busy;			/* a PING queued or posted */
+	/*
+	 * iWARP: bytes of RDMA WRITEs posted since our last frame, and
+	 * whether a mark (srd_ka_mark()) waits in the outbox.
+	 */
+	unsigned int unmarked;
+	bool mark_waiting;
 	/*
 	 * jiffies of the peer's last sign of life (srd_ka_alive()): a valid
 	 * frame received, or a send or RDMA READ/WRITE of ours that the peer
@@ -672,6 +683,7 @@ void srd_destroy_link(struct srd_link *res);
 
 /* scif_rdma_frame.c: frames, link credits, outbox, keepalive */
 extern atomic_t srd_bad;
+extern atomic_t srd_marks;
 void srd_bad_frame(struct srd_peer *peer, const char *why, u32 len);
 struct srd_tx *srd_tx_alloc(u8 type, u32 dst, u32 src, u32 payload);
 int srd_xmit(struct srd_peer *peer, u64 gen, struct srd_tx *tx);
@@ -680,6 +692,7 @@ void srd_ka_free(struct srd_ka *ka);
 int srd_dev_numa(struct ib_device *dev);
 int srd_ka_create(struct srd_peer *peer, struct rdma_cm_id *id);
 void srd_ka_work_fn(struct work_struct *work);
+void srd_ka_mark(struct srd_peer *peer, struct srd_ka *ka, u32 len);
 
 /* scif_rdma_conn.c: connections and the transport operations */
 extern struct mutex srd_msg_mutex;
@@ -781,8 +794,9 @@ int srd_fence(struct scif_endpt *ep, struct scif_endpt *p, int op, int *mark);
  * acknowledges our PINGs.  On InfiniBand and RoCE a send or RDMA WRITE
  * completes once the peer acknowledged it; on iWARP it may complete once
  * handed to TCP (Soft-iWARP does), which proves nothing, so there only
- * an RDMA READ, answered by the peer, counts besides frames.  A local
- * operation (IB_WR_REG_MR) never counts.
+ * an RDMA READ, answered by the peer, counts besides frames, and a side
+ * posting RDMA WRITEs puts a frame among them every SCIF_RDMA_MARK bytes
+ * (srd_ka_mark()).  A local operation (IB_WR_REG_MR) never counts.
  */
 static inline void srd_ka_alive(struct srd_ka *ka)
 {

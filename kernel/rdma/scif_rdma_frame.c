@@ -9,6 +9,7 @@
 /* ---- frames on a link: credits, outbox, keepalive (steps 7, 10, 11) ---- */
 
 atomic_t srd_bad = ATOMIC_INIT(0);	/* bad frames received */
+atomic_t srd_marks = ATOMIC_INIT(0);	/* iWARP marks queued (sysfs) */
 
 /* Count and log (rate-limited) a bad frame from @peer. */
 void srd_bad_frame(struct srd_peer *peer, const char *why, u32 len)
@@ -170,6 +171,9 @@ static int srd_post_tx(struct srd_peer *peer, struct srd_ka *ka,
 	ka->rx_unrep = 0;
 	ka->sq_busy++;
 	ka->tx_credits--;
+	ka->unmarked = 0;	/* any frame marks the stream */
+	if (tx->mark)
+		ka->mark_waiting = false;
 	return 0;
 }
 
@@ -466,6 +470,35 @@ int srd_ka_create(struct srd_peer *peer, struct rdma_cm_id *id)
 }
 
 /*
+ * An RDMA WRITE of @len bytes was just posted on live link @ka (iWARP,
+ * peer->lock held).  The peer learns nothing of a WRITE (no completion
+ * there), and on iWARP our completions prove nothing to us either, so
+ * while we serve its large reads the peer's only sign of our life is our
+ * frames; those posted by the keepalive land behind every WRITE queued
+ * before them and, on a slow link, come later than SCIF_RDMA_DEAD.  So
+ * every SCIF_RDMA_MARK bytes of WRITEs with no frame among them we queue
+ * a PING after them: the peer then hears from us once per SCIF_RDMA_MARK
+ * of the stream.  At most one waits unposted (the peer may hold back its
+ * credits).
+ */
+void srd_ka_mark(struct srd_peer *peer, struct srd_ka *ka, u32 len)
+{
+	struct srd_tx *tx;
+
+	ka->unmarked = min_t(u64, (u64)ka->unmarked + len, UINT_MAX);
+	if (ka->unmarked < SCIF_RDMA_MARK || ka->mark_waiting)
+		return;
+	tx = srd_tx_alloc(SRD_F_PING, 0, 0, 0);
+	if (!tx)
+		return;	/* the next WRITE tries again */
+	tx->mark = true;
+	ka->mark_waiting = true;
+	atomic_inc(&srd_marks);
+	list_add_tail(&tx->link, &ka->outbox);
+	srd_flush(peer);
+}
+
+/*
  * Every SCIF_RDMA_KEEPALIVE while the link is up: end it if the peer gave
  * no sign of life for SCIF_RDMA_DEAD (srd_ka_alive()), else queue a PING
  * (unless one is pending).
@@ -482,6 +515,14 @@ void srd_ka_work_fn(struct work_struct *work)
 	if (!ka || peer->removed || peer->state != SRD_UP)
 		goto out;	/* ESTABLISHED starts it again */
 	if (time_after(jiffies, READ_ONCE(ka->last_alive) + SCIF_RDMA_DEAD)) {
+		/* what the link was doing: a slow peer or a dead one? */
+		pr_info("scif_rdma: node %u: silent for %u ms; frames posted %u, credits %u, outbox %s, RMA WRs posted %d, requests %d out, %d served\n",
+			peer->id,
+			jiffies_to_msecs(jiffies - READ_ONCE(ka->last_alive)),
+			ka->sq_busy, ka->tx_credits,
+			list_empty(&ka->outbox) ? "empty" : "waiting",
+			atomic_read(&ka->rma_busy), atomic_read(&ka->rma_nreq),
+			atomic_read(&ka->rma_jobs));
 		srd_link_fail(peer, "keepalive: no sign of life",
 			      -ETIMEDOUT);
 		goto out;

@@ -791,6 +791,8 @@ static struct kobj_attribute srd_##name##_attr = __ATTR_RO_MODE(name, 0400)
 
 SRD_COUNTER_ATTR(rejected, srd_rejected);
 SRD_COUNTER_ATTR(bad_frames, srd_bad);
+/* iWARP: PINGs queued among our RDMA WRITEs (srd_ka_mark()) */
+SRD_COUNTER_ATTR(marks, srd_marks);
 /* RMA across hosts, the inline path (steps 19-21) */
 SRD_COUNTER_ATTR(rma_inline_sent, srd_rma_inline_sent);
 SRD_COUNTER_ATTR(rma_inline_served, srd_rma_inline_served);
@@ -825,6 +827,7 @@ static struct kobj_attribute srd_inl_max_attr =
 static struct attribute *srd_attrs[] = {
 	&srd_bad_frames_attr.attr,
 	&srd_links_attr.attr,
+	&srd_marks_attr.attr,
 	&srd_rma_inline_sent_attr.attr,
 	&srd_rma_inline_served_attr.attr,
 	&srd_rma_late_attr.attr,

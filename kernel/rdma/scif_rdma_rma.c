@@ -299,6 +299,17 @@ void srd_rwr_poll_wait(struct srd_rwr *r)
 		srd_rwr_wait(r);
 }
 
+/* The bytes @wr moves: its SGEs' lengths (each at most a WR's). */
+static u32 srd_wr_len(const struct ib_send_wr *wr)
+{
+	u64 len = 0;
+	int i;
+
+	for (i = 0; i < wr->num_sge; i++)
+		len += wr->sg_list[i].length;
+	return min_t(u64, len, U32_MAX);
+}
+
 /*
  * Post @wr (signalled, one WR) on @ka's live link within the RMA budget of
  * the send queue (SCIF_RDMA_RMA_SQ; frames have their own SCIF_RDMA_SQ),
@@ -340,6 +351,8 @@ int srd_rwr_post(struct srd_rwr *r, struct ib_send_wr *wr)
 		atomic_dec(&r->pending);
 		atomic_dec(&ka->rma_busy);
 		srd_link_fail(peer, "post RDMA", ret);
+	} else if (ka->iwarp && wr->opcode == IB_WR_RDMA_WRITE) {
+		srd_ka_mark(peer, ka, srd_wr_len(wr));
 	}
 	mutex_unlock(&peer->lock);
 	return ret ? -ECONNRESET : 0;

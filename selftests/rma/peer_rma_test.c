@@ -2055,12 +2055,16 @@ static int stale_cli(struct peer_ctx *c) {
  * connection: no key yet) hold the server's frames, its RMA_DONEs and
  * PINGs, which its send queue has behind them, from the client for about
  * 16 s, past the 5 s after which the keepalive ends a link that gave no
- * sign of life.  The server still acknowledges the client's PINGs, which
- * is such a sign, so the link stays up: the call returns 0 and every byte
- * is checked.  Across hosts only, and only where the server may shape its
- * link (SCIF_TEST_NETDEV set, tc and sch_netem there); else both SKIP.
- * Over iWARP both SKIP too: there a send's completion proves nothing (see
- * srd_ka_alive()), and such a link still ends after 5 s.
+ * sign of life.  The link must stay up: the call returns 0 and every byte
+ * is checked.  Over InfiniBand and RoCE the server still acknowledges the
+ * client's PINGs, which is such a sign; over iWARP a send's completion
+ * proves nothing (see srd_ka_alive()), so there the server puts a PING
+ * among its WRITEs every SCIF_RDMA_MARK bytes with no other frame among
+ * them (srd_ka_mark()): its sysfs "marks" grows there (5 in 4 MiB, the
+ * keepalive's PINGs and the RMA_DONEs marking the rest), and not
+ * elsewhere.
+ * Across hosts only, and only where the server may shape its link
+ * (SCIF_TEST_NETDEV set, tc and sch_netem there); else both SKIP.
  */
 #define SLOW_LEN (4 << 20)
 #define SLOW_RATE "2mbit"
@@ -2103,20 +2107,16 @@ static int slow_iwarp(void) {
 }
 
 /* What the server tells the client. */
-enum { SLOW_NO_SHAPING, SLOW_SHAPED, SLOW_IWARP };
-#define SLOW_IWARP_WHY                                                                             \
-    "iWARP: a send completes once handed to TCP, no sign of the peer's life, so the keepalive "    \
-    "counts frames and READs only and this link ends (docs/transport.md, Keepalive)"
+enum { SLOW_NO_SHAPING, SLOW_SHAPED };
 
 static int slow_srv(struct peer_ctx *c) {
     const char *dev = getenv("SCIF_TEST_NETDEV");
-    int how = slow_iwarp() ? SLOW_IWARP : slow_shape(dev, 1) == 0 ? SLOW_SHAPED : SLOW_NO_SHAPING;
-    int r, epd;
+    int how = slow_shape(dev, 1) == 0 ? SLOW_SHAPED : SLOW_NO_SHAPING;
+    int r, epd, iwarp = slow_iwarp();
+    long long m0 = inl_counter("marks"), m1;
     uint8_t *buf;
 
     CHECK(peer_tell(c, how) == 0);
-    if (how == SLOW_IWARP)
-        return test_skip(SLOW_IWARP_WHY);
     if (how != SLOW_SHAPED)
         return test_skip("cannot shape the link: SCIF_TEST_NETDEV '%s', tc, sch_netem",
                          dev ? dev : "");
@@ -2129,6 +2129,13 @@ static int slow_srv(struct peer_ctx *c) {
         r = KSFT_FAIL;
     }
     CHECK(slow_shape(dev, 0) == 0, "tc qdisc del dev %s root", dev);
+    m1 = inl_counter("marks");
+    diag("%s: marks %lld -> %lld", iwarp ? "iWARP" : "not iWARP", m0, m1);
+    CHECK(m0 >= 0 && m1 >= 0, INL_SYSFS "marks unreadable");
+    if (iwarp)
+        CHECK(m1 > m0, "marks did not grow in a %d-byte read over iWARP", SLOW_LEN);
+    else
+        CHECK(m1 == m0, "marks grew by %lld, expected none: not iWARP", m1 - m0);
     return r;
 }
 
@@ -2139,8 +2146,6 @@ static int slow_cli(struct peer_ctx *c) {
     int how = SLOW_NO_SHAPING, epd;
 
     CHECK(peer_hear(c, &how) == 0);
-    if (how == SLOW_IWARP)
-        return test_skip(SLOW_IWARP_WHY);
     if (how != SLOW_SHAPED)
         return test_skip("the server cannot shape its link (SCIF_TEST_NETDEV, tc, sch_netem)");
     epd = cli_setup(c, &roff);
