@@ -2060,9 +2060,9 @@ static int stale_cli(struct peer_ctx *c) {
  * client's PINGs, which is such a sign; over iWARP a send's completion
  * proves nothing (see srd_ka_alive()), so there the server puts a PING
  * among its WRITEs every SCIF_RDMA_MARK bytes with no other frame among
- * them (srd_ka_mark()): its sysfs "marks" grows there (5 in 4 MiB, the
- * keepalive's PINGs and the RMA_DONEs marking the rest), and not
- * elsewhere.
+ * them (srd_ka_mark()): its sysfs "marks" grows there (by a few in 4 MiB:
+ * the keepalive's PINGs and the RMA_DONEs mark the rest of the stream),
+ * and not elsewhere.
  * Across hosts only, and only where the server may shape its link
  * (SCIF_TEST_NETDEV set, tc and sch_netem there); else both SKIP.
  */
