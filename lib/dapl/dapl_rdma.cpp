@@ -176,6 +176,14 @@ static RdmaJob *pick(RdmaEngine &e, std::shared_ptr<Conn> *conn) {
     return nullptr;
 }
 
+/* Whether any connection has a job that may start now. */
+static bool any_startable(RdmaEngine &e) {
+    for (const std::shared_ptr<Conn> &c : e.conns)
+        if (startable(*c))
+            return true;
+    return false;
+}
+
 /* c has no jobs left: off the engine's list. */
 static void conn_idle(RdmaEngine &e, const Conn *c) {
     e.conns.erase(std::remove_if(e.conns.begin(), e.conns.end(),
@@ -220,18 +228,38 @@ static void complete_finished(Ia *ia, const std::shared_ptr<Conn> &c) {
     complete_head(ia, c);
 }
 
+/*
+ * Wake-ups: a worker is woken only for a job that may start, one worker
+ * per job.  A post wakes one when its own job may start at once; a worker
+ * that takes a job wakes one more when another may start too (reads side
+ * by side), which passes it on; a worker that finished a job completes it
+ * and then looks for the next itself, which is what a job held back
+ * behind it waits for.  So a chain of writes runs on one worker with no
+ * wake-up at all, where waking every idle worker at each post and each
+ * completion had them take the CPU that Soft-RoCE's sender needs on a
+ * one-vCPU host, only to find nothing to start (idle_wakeups).
+ */
 static void worker(Ia *ia) {
     RdmaEngine &e = ia->rdma;
     std::unique_lock<std::mutex> lk(e.mu);
+    bool woken = false;
     while (!e.stop) {
         std::shared_ptr<Conn> c;
         RdmaJob *j = pick(e, &c);
         if (!j) {
+            if (woken)
+                e.idle_wakeups++;
+            e.waiting++;
             e.work_cv.wait(lk);
+            e.waiting--;
+            woken = true;
             continue;
         }
+        woken = false;
         j->state = RdmaJob::kRunning;
         c->running++;
+        if (any_startable(e))
+            e.work_cv.notify_one();
         lk.unlock();
         DAT_DTO_COMPLETION_STATUS st = rdma_run(c->epd(), *j, ia->rdma.vcache);
         lk.lock();
@@ -239,7 +267,6 @@ static void worker(Ia *ia) {
         j->state = RdmaJob::kDone;
         c->running--;
         e.idle_cv.notify_all();
-        e.work_cv.notify_all(); /* what waited behind it may start */
         lk.unlock();
         complete_finished(ia, c);
         lk.lock();
@@ -304,9 +331,12 @@ void rdma_post(Ia *ia, const std::shared_ptr<Conn> &c, std::shared_ptr<RdmaJob> 
         std::lock_guard<std::mutex> el(e.mu);
         if (c->jobs.empty())
             e.conns.push_back(c);
+        const RdmaJob *mine = job.get();
         c->jobs.push_back(std::move(job));
         c->posted++;
-        e.work_cv.notify_one();
+        /* one held back starts when what holds it finishes (worker) */
+        if (startable(*c) == mine)
+            e.work_cv.notify_one();
         return;
     }
     /* No workers: in the caller, Ia::mu dropped for the SCIF calls. */

@@ -299,6 +299,8 @@ struct RdmaEngine {
     std::vector<std::thread> workers;
     unsigned nworkers = 0; /* wanted (DAPLSCIF_RDMA_WORKERS); 0: run in the post */
     bool stop = false;
+    unsigned waiting = 0;      /* workers waiting for a job (tests) */
+    uint64_t idle_wakeups = 0; /* workers woken that found no job to start (tests) */
     /* set at dat_ia_open, then read only: v-calls with SCIF_RMA_USECACHE (DAPLSCIF_RMA_CACHE) */
     bool vcache = false;
 };

@@ -1064,6 +1064,46 @@ TEST_F(RdmaPathTest, AWriteOrAFencedReadWaitsAndHoldsBackWhatFollows) {
     EXPECT_EQ(gate.seen(), want);
 }
 
+/*
+ * A worker is woken only for a job that may start: writes posted behind a
+ * running write wake none, and the worker of each write takes the next
+ * itself once it completed it (dapl_rdma.cpp, "Wake-ups").
+ */
+TEST_F(RdmaPathTest, WritesHeldBackWakeNoWorker) {
+    constexpr uint64_t kWrites = 12;
+    DAT_LMR_CONTEXT win = lmr(0, 4 * 4096, DAT_MEM_PRIV_ALL_FLAG);
+    accept_peer();
+    /* the workers started, then every one of them waiting */
+    ASSERT_EQ(post(false, {t(win, 0, 64)}, 0, 64, 100), DAT_SUCCESS);
+    ASSERT_EQ(completion(), std::make_pair(uint64_t(100), DAT_DTO_SUCCESS));
+    RdmaEngine &e = static_cast<Ia *>(ia_)->rdma;
+    std::unique_lock<std::mutex> lk(e.mu);
+    for (int i = 0; i < 500 && e.waiting < e.nworkers; i++) {
+        lk.unlock();
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        lk.lock();
+    }
+    ASSERT_EQ(e.waiting, e.nworkers) << "the workers did not all go idle";
+    ASSERT_GT(e.nworkers, 1u);
+    const uint64_t before = e.idle_wakeups;
+    lk.unlock();
+    gate.armed = true;
+    for (uint64_t i = 0; i < kWrites; i++)
+        ASSERT_EQ(post(false, {t(win, (i % 4) * 4096, 64)}, i * 4096, 64, i + 1), DAT_SUCCESS);
+    for (uint64_t i = 0; i < kWrites; i++) {
+        ASSERT_TRUE(gate.wait_inside(1)) << "write " << i + 1 << " never started";
+        gate.release(kPeerWin + (int64_t)i * 4096);
+        EXPECT_EQ(completion(), std::make_pair(i + 1, DAT_DTO_SUCCESS));
+    }
+    lk.lock();
+    /*
+     * None is woken; glibc's pthread_cond_signal may wake more than one
+     * waiter, rarely: a little room for that (waking the idle workers at
+     * each post and completion makes it about 4 per write).
+     */
+    EXPECT_LE(e.idle_wakeups - before, 2u) << "workers woken with nothing to start";
+}
+
 /* A send leaves after the RDMA DTOs posted before it completed. */
 TEST_F(RdmaPathTest, ASendWaitsForTheRdmaBeforeIt) {
     DAT_LMR_CONTEXT win = lmr(0, 4096, DAT_MEM_PRIV_ALL_FLAG);
