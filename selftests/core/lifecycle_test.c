@@ -608,10 +608,17 @@ static int t_connect_pair_robbed(void) {
          taken);
     if (r != KSFT_PASS)
         return r;
-    CHECK(taken > 0 && aborted > 0, "no request was taken from connect_pair: nothing tested");
     CHECK(connect_pair(0, 0, &s, &c) == 0, "connect_pair after");
     close(s);
     close(c);
+    /*
+     * A race the other thread never won tested nothing: a skip, not a
+     * failure (CI's PREEMPT_RT guest once ran the woken test thread first
+     * for all 200 pairs).
+     */
+    if (taken == 0 || aborted == 0)
+        return test_skip("the other thread took no request in %d pairs: the race was not had",
+                         connected + aborted);
     return KSFT_PASS;
 }
 
