@@ -49,7 +49,9 @@
  *     link gone) goes down.  On iWARP, where the peer's frames are all
  *     we hear of it while it writes to us, a side queues a PING after
  *     every SCIF_RDMA_MARK bytes of RDMA WRITEs posted with no frame
- *     among them (srd_ka_mark(); at most one unposted).
+ *     among them (srd_ka_mark(); at most one unposted), and no RDMA READ
+ *     is longer than SCIF_RDMA_MARK (srd_post_sg()): the peer's frames
+ *     wait behind its whole answer to one.
  *  8. DISCONNECTED, DEVICE_REMOVAL, ADDR/ROUTE/CONNECT errors, UNREACHABLE,
  *     REJECTED, the keepalive (step 7), the peer being deleted, or the
  *     module unloading end the link: the node is marked down, the QP, CQ,
@@ -361,7 +363,7 @@
 #define SCIF_RDMA_MAX_WRITE	128	/* longest accepted sysfs write */
 #define SCIF_RDMA_KEEPALIVE	HZ	/* a PING this often while up */
 #define SCIF_RDMA_DEAD		(5 * HZ) /* no sign of life: link dead */
-#define SCIF_RDMA_MARK		(256 * 1024) /* iWARP: WRITE bytes per mark */
+#define SCIF_RDMA_MARK		(256 * 1024) /* iWARP: per mark; longest READ */
 #define SCIF_RDMA_FRAME_MAGIC	0x5343464dU	/* "SCFM" */
 /*
  * The link window: at most NRECV frames of BUF bytes (1 MiB) in flight per

@@ -2069,17 +2069,17 @@ static int stale_cli(struct peer_ctx *c) {
 #define SLOW_LEN (4 << 20)
 #define SLOW_RATE "2mbit"
 
-/* Shape (@on) or unshape @dev's egress: 0 or the command's status. */
-static int slow_shape(const char *dev, int on) {
+/* Shape @dev's egress to @rate, or unshape it (NULL): 0 or the command's status. */
+static int slow_shape(const char *dev, const char *rate) {
     char cmd[256];
 
     if (!dev || !*dev || strlen(dev) > 32 ||
         dev[strspn(dev, "abcdefghijklmnopqrstuvwxyz0123456789")])
         return -1;
-    if (on)
+    if (rate)
         snprintf(cmd, sizeof(cmd),
-                 "modprobe sch_netem 2>/dev/null; tc qdisc add dev %s root netem rate " SLOW_RATE,
-                 dev);
+                 "modprobe sch_netem 2>/dev/null; tc qdisc add dev %s root netem rate %s", dev,
+                 rate);
     else
         snprintf(cmd, sizeof(cmd), "tc qdisc del dev %s root", dev);
     return system(cmd);
@@ -2111,7 +2111,7 @@ enum { SLOW_NO_SHAPING, SLOW_SHAPED };
 
 static int slow_srv(struct peer_ctx *c) {
     const char *dev = getenv("SCIF_TEST_NETDEV");
-    int how = slow_shape(dev, 1) == 0 ? SLOW_SHAPED : SLOW_NO_SHAPING;
+    int how = slow_shape(dev, SLOW_RATE) == 0 ? SLOW_SHAPED : SLOW_NO_SHAPING;
     int r, epd, iwarp = slow_iwarp();
     long long m0 = inl_counter("marks"), m1;
     uint8_t *buf;
@@ -2128,7 +2128,7 @@ static int slow_srv(struct peer_ctx *c) {
         free(buf);
         r = KSFT_FAIL;
     }
-    CHECK(slow_shape(dev, 0) == 0, "tc qdisc del dev %s root", dev);
+    CHECK(slow_shape(dev, NULL) == 0, "tc qdisc del dev %s root", dev);
     m1 = inl_counter("marks");
     diag("%s: marks %lld -> %lld", iwarp ? "iWARP" : "not iWARP", m0, m1);
     CHECK(m0 >= 0 && m1 >= 0, INL_SYSFS "marks unreadable");
@@ -2159,6 +2159,81 @@ static int slow_cli(struct peer_ctx *c) {
     CHECK_OK(scif_unregister(epd, 0, SLOW_LEN));
     free(buf);
     return cli_done(epd);
+}
+
+/*
+ * The other way, over iWARP: the client's one SLOW_LEN writeto (the first
+ * call on the connection: four 1 MiB requests), which the server serves by
+ * RDMA READs of the client's pages, while the client shapes its own
+ * egress to SLOW_WRATE.  The client's frames then wait in its TCP stream
+ * behind its answers to those READs, so the server hears of the client
+ * only when a READ completes: a READ is at most SCIF_RDMA_MARK (256 KiB,
+ * about 2 s at that rate; srd_post_sg()), and the link must stay up, the
+ * call return 0 and the server's windows hold the bytes.  A READ of a
+ * whole 1 MiB request took about 9 s there, past the keepalive's 5 s.
+ * iWARP only: Soft-RoCE's responder sends a READ's answer unpaced, and a
+ * queue shaped this slow drops it (not this behaviour's subject).  Across
+ * hosts, where the client may shape its link; else both SKIP.
+ */
+#define SLOW_WRATE "1mbit"
+#define SLOW_WDELTA 5
+
+static int slow_w_srv(struct peer_ctx *c) {
+    int iwarp = slow_iwarp(), epd, how = SLOW_NO_SHAPING;
+    uint8_t *buf;
+
+    CHECK(peer_tell(c, iwarp) == 0);
+    if (!iwarp)
+        return test_skip("not iWARP: Soft-RoCE's READ answers are unpaced, a shaped link drops "
+                         "them");
+    CHECK(peer_hear(c, &how) == 0);
+    if (how != SLOW_SHAPED)
+        return test_skip("the client cannot shape its link (SCIF_TEST_NETDEV, tc, sch_netem)");
+    buf = srv_buf();
+    epd = srv_open(c, buf, 0);
+    if (epd < 0) {
+        free(buf);
+        return KSFT_FAIL;
+    }
+    return srv_end(epd, buf); /* frees buf */
+}
+
+/* The client's writeto over its slowed link: KSFT_PASS or KSFT_FAIL, said. */
+static int slow_w_write(int epd, off_t roff) {
+    uint8_t *buf;
+    int ret;
+
+    CHECK(local_window(epd, 0, SLOW_LEN + 4096, &buf) == 0, "local window");
+    ret = scif_writeto(epd, SLOW_WDELTA, SLOW_LEN, roff, SCIF_RMA_SYNC);
+    if (ret)
+        diag("scif_writeto of %d bytes over the slowed link: %s", SLOW_LEN, strerror(errno));
+    if (scif_unregister(epd, 0, SLOW_LEN + 4096))
+        ret = -1;
+    free(buf);
+    return ret ? KSFT_FAIL : KSFT_PASS;
+}
+
+static int slow_w_cli(struct peer_ctx *c) {
+    const char *dev = getenv("SCIF_TEST_NETDEV");
+    int iwarp = 0, how, epd, r;
+    off_t roff;
+
+    CHECK(peer_hear(c, &iwarp) == 0);
+    if (!iwarp)
+        return test_skip("not iWARP: Soft-RoCE's READ answers are unpaced, a shaped link drops "
+                         "them");
+    how = slow_shape(dev, SLOW_WRATE) == 0 ? SLOW_SHAPED : SLOW_NO_SHAPING;
+    CHECK(peer_tell(c, how) == 0);
+    if (how != SLOW_SHAPED)
+        return test_skip("cannot shape the link: SCIF_TEST_NETDEV '%s', tc, sch_netem",
+                         dev ? dev : "");
+    epd = cli_setup(c, &roff);
+    r = epd >= 0 ? slow_w_write(epd, roff) : KSFT_FAIL;
+    /* unshaped whatever happened: the behaviours after it need the link */
+    CHECK(slow_shape(dev, NULL) == 0, "tc qdisc del dev %s root", dev);
+    CHECK(epd >= 0, "connect");
+    CHECK(r == KSFT_PASS);
+    return cli_done_exp(epd, 0, SLOW_LEN, SLOW_WDELTA);
 }
 
 /*
@@ -2228,6 +2303,9 @@ static const struct peer_test tests[] = {
     {"peer rma: a 4 MiB read on a link too slow for the far host's frames to come within the "
      "keepalive's 5 s: the link stays up, data checked",
      slow_srv, slow_cli, 300, PEER_REMOTE_ONLY},
+    {"peer rma: a 4 MiB write on a link too slow for the peer's frames to come within the "
+     "keepalive's 5 s behind its READ answers (iWARP): the link stays up, data checked",
+     slow_w_srv, slow_w_cli, 300, PEER_REMOTE_ONLY},
     {"peer rma: RMA counters zero on both sides; across hosts no bad frame", counters, counters,
      120, 0},
 };
