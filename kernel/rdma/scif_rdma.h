@@ -50,8 +50,9 @@
  *     we hear of it while it writes to us, a side queues a PING after
  *     every SCIF_RDMA_MARK bytes of RDMA WRITEs posted with no frame
  *     among them (srd_ka_mark(); at most one unposted), and no RDMA READ
- *     is longer than SCIF_RDMA_MARK (srd_post_sg()): the peer's frames
- *     wait behind its whole answer to one.
+ *     or WRITE is longer than SCIF_RDMA_MARK (srd_post_sg()): the peer's
+ *     frames wait behind its whole answer to a READ, and a mark behind
+ *     the whole WRITE it follows.
  *  8. DISCONNECTED, DEVICE_REMOVAL, ADDR/ROUTE/CONNECT errors, UNREACHABLE,
  *     REJECTED, the keepalive (step 7), the peer being deleted, or the
  *     module unloading end the link: the node is marked down, the QP, CQ,
@@ -249,9 +250,10 @@
  *     host can no longer read or write the window, and a call it starts
  *     after a message sent after the unregistration finds no key (the
  *     REVOKE came first on the link) and gets ENXIO from step 20.  A peer
- *     that does not answer within SRD_KEY_REVOKE_WAIT loses the key
- *     anyway: an RDMA it then posts fails with a remote access error,
- *     which ends the link.  A REVOKE_ACK for no revocation is counted as
+ *     that does not answer within SRD_KEY_REVOKE_WAIT loses its link
+ *     (srd_key_unanswered()): the key is freed once the QP is destroyed,
+ *     as a device may still answer a READ it took with a deregistered MR
+ *     (Soft-iWARP does).  A REVOKE_ACK for no revocation is counted as
  *     in step 10.
  * 25. A read (scif_readfrom(), scif_vreadfrom()) of at most
  *     SCIF_RDMA_RMA_INLINE bytes that lies inside one read key of its
@@ -363,7 +365,7 @@
 #define SCIF_RDMA_MAX_WRITE	128	/* longest accepted sysfs write */
 #define SCIF_RDMA_KEEPALIVE	HZ	/* a PING this often while up */
 #define SCIF_RDMA_DEAD		(5 * HZ) /* no sign of life: link dead */
-#define SCIF_RDMA_MARK		(256 * 1024) /* iWARP: per mark; longest READ */
+#define SCIF_RDMA_MARK		(256 * 1024) /* iWARP: per mark; longest WR */
 #define SCIF_RDMA_FRAME_MAGIC	0x5343464dU	/* "SCFM" */
 /*
  * The link window: at most NRECV frames of BUF bytes (1 MiB) in flight per
@@ -764,6 +766,7 @@ void srd_from_pages(u8 *buf, struct page **pages, unsigned int off, u32 len);
 /* scif_rdma_key.c: direct reads and writes (steps 23-25) */
 extern bool srd_direct_reads, srd_direct_writes;
 extern atomic_t srd_rma_direct_reads, srd_rma_direct_writes, srd_keys_live;
+extern atomic_t srd_keys_unanswered;
 void srd_key_expose(struct srd_peer *peer, struct srd_ka *ka, u64 gen,
 		    u32 lid, u32 rid, struct scif_endpt *ep, u64 off, u32 len);
 void srd_windows_gone(bool wait);

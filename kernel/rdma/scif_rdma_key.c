@@ -19,8 +19,11 @@
  * (its endpoint's close revokes without waiting): REVOKE, the peer
  * answers once its RDMAs with that key completed, and only then is the MR
  * invalidated and the window let go.  A peer that does not answer within
- * SRD_KEY_REVOKE_WAIT loses the key anyway (its next RDMA with it then
- * fails with a remote access error, which resets the link).
+ * SRD_KEY_REVOKE_WAIT loses its link: the key is freed once the link's QP
+ * is destroyed, as no device can touch the pages then.  Not before: an
+ * MR's deregistration does not stop Soft-iWARP from sending the answer to
+ * a READ it already took (the pages, freed, went out to the peer: KASAN
+ * in a debug-kernel pair run).
  *
  * Owner side: struct srd_xkey, on srd_xkeys under srd_key_mutex.
  * Peer side: struct srd_rkey, in ka->keys_in under its xa_lock.
@@ -52,6 +55,8 @@ MODULE_PARM_DESC(direct_writes,
 atomic_t srd_rma_direct_reads = ATOMIC_INIT(0);
 atomic_t srd_rma_direct_writes = ATOMIC_INIT(0);
 atomic_t srd_keys_live = ATOMIC_INIT(0);
+/* revocations unanswered past SRD_KEY_REVOKE_WAIT, their link ended (sysfs) */
+atomic_t srd_keys_unanswered = ATOMIC_INIT(0);
 
 /* A key of ours: one chunk of a window, reachable by the peer host. */
 struct srd_xkey {
@@ -66,6 +71,7 @@ struct srd_xkey {
 	struct srd_map m;		/* its pages, registered */
 	unsigned int access;		/* SRD_KEY_READ, SRD_KEY_WRITE */
 	bool revoking;			/* REVOKE sent (or not sendable) */
+	bool unanswered;		/* past its deadline: link ended */
 	unsigned long deadline;		/* of the revocation */
 };
 
@@ -272,7 +278,8 @@ void srd_key_expose(struct srd_peer *peer, struct srd_ka *ka, u64 gen,
 /*
  * Revoke the read keys on srd_xkeys that @match (step 24): REVOKE sent,
  * the reader's REVOKE_ACK frees them (srd_key_rx_ack()); one that cannot
- * be sent (the link is gone) is due at once.  srd_key_mutex held.
+ * be sent (the link is gone) is due at once (srd_keys_expire()).
+ * srd_key_mutex held.
  */
 static void srd_keys_revoke(bool (*match)(struct srd_xkey *x, void *arg),
 			    void *arg)
@@ -296,29 +303,46 @@ static bool srd_xkey_window_gone(struct srd_xkey *x, void *arg)
 }
 
 /*
- * Free the revocations whose deadline passed (invalidated, unmapped, the
- * window let go); true if revocations are left.
+ * A revocation of @x went unanswered past its deadline (srd_key_mutex
+ * held): end its link, if still the live one, so that its QP is destroyed
+ * and srd_keys_link_dead() frees the key.  Freeing it here, the link up,
+ * would leave the pages to any READ the peer's device already asked of
+ * ours.
+ */
+static void srd_key_unanswered(struct srd_xkey *x)
+{
+	struct srd_peer *peer = x->peer;
+	struct srd_xkey *y;
+
+	list_for_each_entry(y, &srd_xkeys, link)
+		if (y->ka == x->ka && y->revoking)
+			y->unanswered = true;
+	atomic_inc(&srd_keys_unanswered);
+	mutex_lock(&peer->lock);
+	if (peer->res.ka == x->ka && peer->state != SRD_DOWN)
+		srd_link_fail(peer, "read key revocation unanswered",
+			      -ETIMEDOUT);
+	mutex_unlock(&peer->lock);
+}
+
+/*
+ * End the links of revocations whose deadline passed (their keys go with
+ * the link, srd_keys_link_dead()); true if revocations are left.
  */
 static bool srd_keys_expire(void)
 {
-	struct srd_xkey *x, *n;
-	LIST_HEAD(done);
+	struct srd_xkey *x;
 	bool left = false;
 
 	mutex_lock(&srd_key_mutex);
-	list_for_each_entry_safe(x, n, &srd_xkeys, link) {
+	list_for_each_entry(x, &srd_xkeys, link) {
 		if (!x->revoking)
 			continue;
-		if (time_after_eq(jiffies, x->deadline)) {
-			x->ka->xkeys--;
-			list_move(&x->link, &done);
-		} else {
-			left = true;
-		}
+		left = true;
+		if (!x->unanswered && time_after_eq(jiffies, x->deadline))
+			srd_key_unanswered(x);
 	}
 	mutex_unlock(&srd_key_mutex);
-	list_for_each_entry_safe(x, n, &done, link)
-		srd_xkey_free(x);
 	return left;
 }
 

@@ -802,6 +802,7 @@ SRD_COUNTER_ATTR(rma_late, srd_rma_late);
 SRD_COUNTER_ATTR(rma_direct_reads, srd_rma_direct_reads);
 SRD_COUNTER_ATTR(rma_direct_writes, srd_rma_direct_writes);
 SRD_COUNTER_ATTR(rma_keys, srd_keys_live);
+SRD_COUNTER_ATTR(keys_unanswered, srd_keys_unanswered);
 /* small calls that found their completion polling (poll_us) */
 SRD_COUNTER_ATTR(rma_polled, srd_rma_polled);
 /* memory registrations posted (requests' MRs, read keys) */
@@ -835,6 +836,7 @@ static struct attribute *srd_attrs[] = {
 	&srd_rma_direct_reads_attr.attr,
 	&srd_rma_direct_writes_attr.attr,
 	&srd_rma_keys_attr.attr,
+	&srd_keys_unanswered_attr.attr,
 	&srd_rma_polled_attr.attr,
 	&srd_rma_regs_attr.attr,
 	&srd_rma_wakeups_attr.attr,

@@ -462,11 +462,12 @@ int srd_map(struct srd_ka *ka, struct srd_map *m, struct page **pages,
  * while they are posted, so that a WR completing before the next is out
  * is not taken for the last one: the owner is woken once, by the last.
  *
- * On iWARP a READ is at most SCIF_RDMA_MARK bytes: its completion is the
- * one sign of the peer's life while the peer answers it (its frames wait
- * in its TCP stream behind the whole answer, srd_ka_alive()), so on a
- * slow link a READ of a MiB would let SCIF_RDMA_DEAD pass with nothing
- * heard and end the link, as the marks keep WRITEs from doing.
+ * On iWARP a WR is at most SCIF_RDMA_MARK bytes.  A READ's completion is
+ * the one sign of the peer's life while the peer answers it (its frames
+ * wait in its TCP stream behind the whole answer, srd_ka_alive()), so on
+ * a slow link a READ of a MiB would let SCIF_RDMA_DEAD pass with nothing
+ * heard and end the link; and a mark after a WRITE (srd_ka_mark()) comes
+ * only after the whole WRITE, however long.
  */
 static int srd_post_sg(struct srd_rwr *r, struct srd_map *m, u32 piece,
 		       enum ib_wr_opcode op, u64 raddr, u32 rkey,
@@ -485,7 +486,7 @@ static int srd_post_sg(struct srd_rwr *r, struct srd_map *m, u32 piece,
 	u32 at = 0, segoff = 0, wlen, take;
 	int left = m->nents, ret = 0;
 
-	if (ka->iwarp && op == IB_WR_RDMA_READ)
+	if (ka->iwarp)
 		piece = min_t(u32, piece, SCIF_RDMA_MARK);
 	*posted = 0;
 	atomic_inc(&r->pending);	/* the bias: none is last while posting */
