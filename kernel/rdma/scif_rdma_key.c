@@ -92,6 +92,12 @@ static LIST_HEAD(srd_xkeys);
 static DECLARE_WAIT_QUEUE_HEAD(srd_key_wq);
 /* revocations answered or links dead: srd_windows_gone() looks again */
 static atomic_t srd_key_events = ATOMIC_INIT(0);
+/*
+ * Revoked keys taken off srd_xkeys (under srd_key_mutex) and not yet
+ * freed: srd_keys_expire() counts them as left, so that no unregistration
+ * returns while such a key's MR is still registered.
+ */
+static atomic_t srd_keys_dying = ATOMIC_INIT(0);
 static void srd_key_reap(struct work_struct *work);
 static DECLARE_DELAYED_WORK(srd_key_reaper, srd_key_reap);
 
@@ -332,9 +338,10 @@ static void srd_key_unanswered(struct srd_xkey *x)
 static bool srd_keys_expire(void)
 {
 	struct srd_xkey *x;
-	bool left = false;
+	bool left;
 
 	mutex_lock(&srd_key_mutex);
+	left = atomic_read(&srd_keys_dying) > 0;
 	list_for_each_entry(x, &srd_xkeys, link) {
 		if (!x->revoking)
 			continue;
@@ -426,18 +433,22 @@ void srd_keys_link_dead(struct srd_ka *ka)
 {
 	struct srd_xkey *x, *n;
 	LIST_HEAD(done);
+	int dying = 0;
 
 	mutex_lock(&srd_key_mutex);
 	list_for_each_entry_safe(x, n, &srd_xkeys, link)
 		if (x->ka == ka) {
 			ka->xkeys--;
 			list_move(&x->link, &done);
+			dying++;
 		}
+	atomic_add(dying, &srd_keys_dying);
 	mutex_unlock(&srd_key_mutex);
-	atomic_inc(&srd_key_events);
-	wake_up_all(&srd_key_wq);
 	list_for_each_entry_safe(x, n, &done, link)
 		srd_xkey_free(x);
+	atomic_sub(dying, &srd_keys_dying);
+	atomic_inc(&srd_key_events);
+	wake_up_all(&srd_key_wq);
 }
 
 /*
@@ -466,6 +477,7 @@ static void srd_key_rx_ack(struct srd_peer *peer, u64 gen, u32 id)
 			found = x;
 			x->ka->xkeys--;
 			list_del(&x->link);
+			atomic_inc(&srd_keys_dying);
 			break;
 		}
 	mutex_unlock(&srd_key_mutex);
@@ -475,6 +487,7 @@ static void srd_key_rx_ack(struct srd_peer *peer, u64 gen, u32 id)
 		return;
 	}
 	srd_xkey_free(found);
+	atomic_dec(&srd_keys_dying);
 	atomic_inc(&srd_key_events);
 	wake_up_all(&srd_key_wq);
 }
