@@ -217,9 +217,12 @@
  *     it gave up on leaves a tombstone under its id (at most
  *     SRD_RMA_TOMBS per link; past that the id just goes): its late
  *     RMA_DONE (say a peer fence wait's) takes the tombstone away and is
- *     counted in rma_late, not as a bad frame.  Only a
- *     target that does not answer within the bound can still cause that
- *     reset.  The same bound holds for a killed caller whose own work
+ *     counted in rma_late, not as a bad frame; that is for inline
+ *     requests (no MR).  A request with an MR still unanswered at the
+ *     bound ends the link instead (srd_req_unanswered()), and its MR and
+ *     pages go only once the QP is destroyed: deregistering does not stop
+ *     an RDMA READ answer the device already took (Soft-iWARP).  The same
+ *     bound holds for a killed caller whose own work
  *     request (IB_WR_REG_MR) has not completed: a peer can stall our send
  *     queue (completions come in order, after its acknowledgements), so
  *     after SRD_RMA_KILL_WAIT the caller ends the link, which flushes it.
@@ -717,7 +720,7 @@ void srd_rma_rx_req(struct srd_peer *peer, u64 gen, struct srd_conn *c,
 		    bool known, const struct srd_hdr *h, const u8 *payload);
 void srd_rma_rx_done(struct srd_peer *peer, u64 gen, const struct srd_hdr *h);
 extern atomic_t srd_rma_inline_sent, srd_rma_inline_served, srd_rma_late;
-extern atomic_t srd_rma_regs, srd_rma_wakeups;
+extern atomic_t srd_rma_regs, srd_rma_wakeups, srd_rma_unanswered;
 /* tombstones of requests given up on, per link (step 22) */
 #define SRD_RMA_TOMBS		(4 * SCIF_RDMA_RMA_REQS)
 

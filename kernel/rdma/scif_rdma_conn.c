@@ -525,7 +525,10 @@ static ssize_t srd_msg_send(struct scif_endpt *ep, struct scif_endpt *p,
 	smp_store_release(&p->rx.head, p->rx.head + n);
 	ret = srd_xmit(peer, c->gen, tx);
 	mutex_unlock(&srd_msg_mutex);
-	return ret ? ret : n;
+	/* not "ret ? ret : n": that is a u32, and -ECONNRESET would be too */
+	if (ret)
+		return ret;
+	return n;
 }
 
 /* Room freed in our endpoint's ring: credit the far sender (step 15). */

@@ -798,6 +798,8 @@ SRD_COUNTER_ATTR(rma_inline_sent, srd_rma_inline_sent);
 SRD_COUNTER_ATTR(rma_inline_served, srd_rma_inline_served);
 /* answers that came after their killed caller gave up (step 22) */
 SRD_COUNTER_ATTR(rma_late, srd_rma_late);
+/* requests with an MR a killed caller gave up on: link ended (step 22) */
+SRD_COUNTER_ATTR(rma_unanswered, srd_rma_unanswered);
 /* direct reads and writes (steps 23-25): done here, keys of ours live */
 SRD_COUNTER_ATTR(rma_direct_reads, srd_rma_direct_reads);
 SRD_COUNTER_ATTR(rma_direct_writes, srd_rma_direct_writes);
@@ -832,6 +834,7 @@ static struct attribute *srd_attrs[] = {
 	&srd_rma_inline_sent_attr.attr,
 	&srd_rma_inline_served_attr.attr,
 	&srd_rma_late_attr.attr,
+	&srd_rma_unanswered_attr.attr,
 	&srd_inl_max_attr.attr,
 	&srd_rma_direct_reads_attr.attr,
 	&srd_rma_direct_writes_attr.attr,

@@ -33,6 +33,8 @@ atomic_t srd_rma_inline_sent = ATOMIC_INIT(0);
 atomic_t srd_rma_inline_served = ATOMIC_INIT(0);
 /* RMA_DONEs that came after their killed caller gave up (sysfs) */
 atomic_t srd_rma_late = ATOMIC_INIT(0);
+/* requests with an MR unanswered at a killed caller's deadline (sysfs) */
+atomic_t srd_rma_unanswered = ATOMIC_INIT(0);
 /* IB_WR_REG_MR posted by this host (sysfs): what the peer reaches */
 atomic_t srd_rma_regs = ATOMIC_INIT(0);
 /* RMA completions that woke the link's RMA waiters (srd_rwr_done()) */
@@ -1096,13 +1098,36 @@ static bool srd_req_polled(const void *arg)
 }
 
 /*
+ * Request @req, with an MR, is still unanswered at its killed caller's
+ * deadline: the target may be moving data through the MR right now, and
+ * deregistering it does not stop an RDMA READ answer the device already
+ * took (Soft-iWARP's siw_dereg_mr() waits for no reader), so the pages,
+ * given back, could still go to the far host.  End the link and wait for
+ * its QP to be destroyed (ka->dead) or the answer to come (step 22).
+ */
+static void srd_req_unanswered(struct srd_ka *ka, struct srd_req *req)
+{
+	struct srd_peer *peer = ka->peer;
+
+	mutex_lock(&peer->lock);
+	if (peer->res.ka == ka && peer->state != SRD_DOWN &&
+	    !READ_ONCE(req->done)) {
+		atomic_inc(&srd_rma_unanswered);
+		srd_link_fail(peer, "RMA request unanswered", -ETIMEDOUT);
+	}
+	mutex_unlock(&peer->lock);
+	wait_event(ka->rma_wq, READ_ONCE(req->done) || READ_ONCE(ka->dead));
+}
+
+/*
  * Wait for the RMA_DONE of @req (started) and end it: deregister, unmap,
  * give its slot back; 0 or the call's errno.  Killed, it keeps waiting
  * until *@deadline (set by the first killed wait of the call, 0 before):
  * deregistering the MR while the target still moves data into or out of
  * it would fail that RDMA with a remote access error, which resets the
- * whole link; the target answers every request, so only a hung one makes
- * us deregister anyway.
+ * whole link; the target answers every request, so only a hung one is
+ * still out then: one with an MR ends the link (srd_req_unanswered()),
+ * an inline one leaves a tombstone (srd_req_forget()).
  */
 static int srd_req_wait(struct srd_ka *ka, struct srd_req *req,
 			unsigned long *deadline)
@@ -1125,6 +1150,10 @@ static int srd_req_wait(struct srd_ka *ka, struct srd_req *req,
 			wait_event_timeout(ka->rma_wq, READ_ONCE(req->done) ||
 						       READ_ONCE(ka->dead),
 					   left);
+		/* an inline request has no MR: a tombstone is enough */
+		if (req->m.mr && !READ_ONCE(req->done) &&
+		    !READ_ONCE(ka->dead))
+			srd_req_unanswered(ka, req);
 		ret = -EINTR;
 	} else {
 		ret = READ_ONCE(req->done) ? 0 : -ECONNRESET;

@@ -16,7 +16,8 @@
  * "unreg PORT ROFF LEN SECONDS" does the same, but unregisters the window
  * once the peer sends a byte (it holds a read key for it then), prints
  * "unreg PORT: unregistered ok|ERRNONAME keys K0 -> K1" (this host's
- * rma_keys before and after the call) and sends a byte back.
+ * rma_keys before and after the call) and sends a byte back ("unreg PORT:
+ * send RET ERRNONAME" if that does not return 1).
  * With "reads PORT SECONDS" (rdma-hostile.test, a hostile peer answering
  * our RMA) it listens on PORT, accepts one connection within SECONDS and
  * reads 8 bytes (inline across hosts), then 64 KiB (by RDMA), then 16
@@ -164,7 +165,8 @@ static int window(uint16_t port, off_t roff, size_t len, int seconds) {
  * The "unreg" command: a window as "window" does, unregistered once the
  * peer sends a byte (it holds a read key for it by then); prints "unreg
  * PORT: unregistered ok|ERRNONAME keys K0 -> K1" (rma_keys before and
- * after the call), sends a byte, then waits for the end as "window".
+ * after the call), sends a byte ("unreg PORT: send RET ERRNONAME" if that
+ * does not return 1), then waits for the end as "window".
  */
 static int unreg(uint16_t port, off_t roff, size_t len, int seconds) {
     scif_epd_t lst, ep;
@@ -182,8 +184,10 @@ static int unreg(uint16_t port, off_t roff, size_t len, int seconds) {
     printf("unreg %u: unregistered %s keys %lld -> %lld\n", port, ret ? errname(errno) : "ok", k0,
            k1);
     fflush(stdout);
-    if (scif_send(ep, &c, 1, SCIF_SEND_BLOCK) != 1)
-        printf("unreg %u: send %s\n", port, errname(errno));
+    errno = 0;
+    ret = scif_send(ep, &c, 1, SCIF_SEND_BLOCK);
+    if (ret != 1)
+        printf("unreg %u: send %d %s\n", port, ret, errname(errno));
     if (window_wait("unreg", port, ep, seconds) < 0)
         return 1;
     scif_close(ep);
