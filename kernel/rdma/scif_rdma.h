@@ -254,7 +254,15 @@
  *     after a message sent after the unregistration finds no key (the
  *     REVOKE came first on the link) and gets ENXIO from step 20.  A peer
  *     that does not answer within SRD_KEY_REVOKE_WAIT loses its link
- *     (srd_key_unanswered()): the key is freed once the QP is destroyed,
+ *     (srd_key_unanswered()).  While revoked keys still have RDMAs of the
+ *     peer in flight, its keepalive tick sends a REVOKE_ACK with arg2
+ *     SRD_REVOKE_BUSY for one of them whenever an RDMA READ or WRITE of
+ *     its (with any key) completed since the last tick
+ *     (srd_ka_progress()): progress, which moves the deadline of every
+ *     revocation of the link SRD_KEY_REVOKE_WAIT ahead, never past
+ *     SRD_KEY_REVOKE_MAX after the REVOKE (a slow link may take longer
+ *     than the wait to serve a reader's 16 MiB in flight; a peer that
+ *     only claims progress is bounded).  The key is freed once the QP is destroyed,
  *     as a device may still answer a READ it took with a deregistered MR
  *     (Soft-iWARP does).  A REVOKE_ACK for no revocation is counted as
  *     in step 10.
@@ -356,10 +364,11 @@
 /*
  * 2: inline RMA (ops 4 and 5 of step 20, RMA_DONE with data, step 21);
  * 3: peer fences (ops 6 and 7); 4: read keys (steps 23-25); 5: write keys
- * (an RKEY's arg2, step 23).  HELLO checks
+ * (an RKEY's arg2, step 23); 6: REVOKE_ACK with arg2 1, a revocation's
+ * progress (step 24).  HELLO checks
  * it exactly, so a module of an older version never links with it.
  */
-#define SCIF_RDMA_VERSION	5
+#define SCIF_RDMA_VERSION	6
 #define SCIF_RDMA_HELLO_REQ	1
 #define SCIF_RDMA_HELLO_ACC	2
 #define SCIF_RDMA_BACKOFF_MIN	(HZ / 2)
@@ -451,6 +460,12 @@ enum {
 	SRD_F_REVOKE,		/* step 24 */
 	SRD_F_REVOKE_ACK,
 	SRD_F_MAX = SRD_F_REVOKE_ACK,
+};
+
+/* a REVOKE_ACK's arg2: the key is let go, or reads still use it (24) */
+enum {
+	SRD_REVOKE_DONE,
+	SRD_REVOKE_BUSY,
 };
 
 /*
@@ -554,6 +569,13 @@ struct srd_ka {
 	 * acknowledged.
 	 */
 	unsigned long last_alive;
+	/*
+	 * RDMA READs and WRITEs of ours completed (srd_rwr_done()), and the
+	 * count the keepalive saw last (peer->lock): a revocation's progress
+	 * (srd_ka_progress()).
+	 */
+	atomic_t rdma_done;
+	int rdma_done_seen;
 	struct llist_head sent;		/* srd_tx completed, newest first */
 	int rdma_err;			/* an RMA WR's failure, or 0 */
 	struct work_struct sent_work;	/* srd_sent_work() */
@@ -594,10 +616,13 @@ struct srd_ka {
 	/*
 	 * Direct reads (scif_rdma_key.c, steps 23-25).  keys_in: the read
 	 * keys the peer gave us (struct srd_rkey by its id), under its
-	 * xa_lock, nkeys_in their number; xkeys (read keys of ours this
-	 * link carries) and xkey_next under srd_key_mutex.
+	 * xa_lock, nkeys_in their number; keys_busy the ones revoked while
+	 * reads of ours still use them (struct srd_rkey.busy), under the
+	 * same lock; xkeys (read keys of ours this link carries) and
+	 * xkey_next under srd_key_mutex.
 	 */
 	struct xarray keys_in;
+	struct list_head keys_busy;
 	unsigned int nkeys_in;
 	unsigned int xkeys;
 	u32 xkey_next;
@@ -776,6 +801,7 @@ void srd_windows_gone(bool wait);
 void srd_keys_exit(void);
 void srd_keys_link_dead(struct srd_ka *ka);
 void srd_keys_in_free(struct srd_ka *ka);
+bool srd_keys_busy(struct srd_ka *ka, u32 *id);
 void srd_keys_conn_gone(struct srd_peer *peer, u64 gen, u32 lid);
 void srd_key_rx(struct srd_peer *peer, u64 gen, struct srd_conn *c,
 		const struct srd_hdr *h, const u8 *payload);

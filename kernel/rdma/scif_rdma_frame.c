@@ -499,6 +499,37 @@ void srd_ka_mark(struct srd_peer *peer, struct srd_ka *ka, u32 len)
 }
 
 /*
+ * The keepalive's tick on live link @ka (peer->lock held): while revoked
+ * keys of the peer's still have RDMAs of ours in flight, and one of our
+ * RDMAs (with any key) completed since the last tick, tell the owner of
+ * the progress: a busy REVOKE_ACK for one of them (step 24).  The owner's
+ * device serves our RDMAs in order, so on a slow link the last of the
+ * 16 MiB a link may have in flight, or a single 1 MiB part, can take
+ * longer than its wait for the answer.
+ */
+static void srd_ka_progress(struct srd_peer *peer, struct srd_ka *ka)
+{
+	int done = atomic_read(&ka->rdma_done);
+	struct srd_hdr *h;
+	struct srd_tx *tx;
+	u32 id;
+
+	if (done == ka->rdma_done_seen)
+		return;
+	ka->rdma_done_seen = done;
+	if (!srd_keys_busy(ka, &id))
+		return;
+	tx = srd_tx_alloc(SRD_F_REVOKE_ACK, 0, 0, 0);
+	if (!tx)
+		return;	/* the next tick tries again */
+	h = (struct srd_hdr *)tx->buf;
+	h->arg = cpu_to_be32(id);
+	h->arg2 = cpu_to_be32(SRD_REVOKE_BUSY);
+	list_add_tail(&tx->link, &ka->outbox);
+	srd_flush(peer);
+}
+
+/*
  * Every SCIF_RDMA_KEEPALIVE while the link is up: end it if the peer gave
  * no sign of life for SCIF_RDMA_DEAD (srd_ka_alive()), else queue a PING
  * (unless one is pending).
@@ -527,6 +558,7 @@ void srd_ka_work_fn(struct work_struct *work)
 			      -ETIMEDOUT);
 		goto out;
 	}
+	srd_ka_progress(peer, ka);
 	if (!ka->ping_busy) {
 		tx = srd_tx_alloc(SRD_F_PING, 0, 0, 0);
 		if (tx) {

@@ -18,12 +18,15 @@
  * The owner revokes a key before the window's unregistration returns
  * (its endpoint's close revokes without waiting): REVOKE, the peer
  * answers once its RDMAs with that key completed, and only then is the MR
- * invalidated and the window let go.  A peer that does not answer within
- * SRD_KEY_REVOKE_WAIT loses its link: the key is freed once the link's QP
- * is destroyed, as no device can touch the pages then.  Not before: an
- * MR's deregistration does not stop Soft-iWARP from sending the answer to
- * a READ it already took (the pages, freed, went out to the peer: KASAN
- * in a debug-kernel pair run).
+ * invalidated and the window let go.  Until then the peer's keepalive
+ * says it is getting there each second one of its RDMAs completed (a busy
+ * REVOKE_ACK, srd_ka_progress()), which gives the link's revocations
+ * SRD_KEY_REVOKE_WAIT more, up to SRD_KEY_REVOKE_MAX.  A peer that does
+ * not answer within that loses its link: the key is freed once the
+ * link's QP is destroyed, as no device can touch the pages then.  Not
+ * before: an MR's deregistration does not stop Soft-iWARP from sending
+ * the answer to a READ it already took (the pages, freed, went out to the
+ * peer: KASAN in a debug-kernel pair run).
  *
  * Owner side: struct srd_xkey, on srd_xkeys under srd_key_mutex.
  * Peer side: struct srd_rkey, in ka->keys_in under its xa_lock.
@@ -34,8 +37,10 @@
 
 #include "scif_rdma.h"
 
-/* how long an owner waits for a reader's REVOKE_ACK, most */
+/* how long an owner waits for a reader's REVOKE_ACK or its progress */
 #define SRD_KEY_REVOKE_WAIT	(5 * HZ)
+/* how long, most, however the reader shows progress */
+#define SRD_KEY_REVOKE_MAX	(60 * HZ)
 /* read keys per link in each direction, most */
 #define SRD_KEYS_MAX		256
 
@@ -72,6 +77,7 @@ struct srd_xkey {
 	unsigned int access;		/* SRD_KEY_READ, SRD_KEY_WRITE */
 	bool revoking;			/* REVOKE sent (or not sendable) */
 	bool unanswered;		/* past its deadline: link ended */
+	unsigned long revoked_at;	/* REVOKE sent: the MAX counts */
 	unsigned long deadline;		/* of the revocation */
 };
 
@@ -85,6 +91,7 @@ struct srd_rkey {
 	u32 rkey;
 	unsigned int users;		/* reads in flight with it */
 	bool revoked;			/* out of keys_in: last user frees */
+	struct list_head busy;		/* ka->keys_busy while revoked, used */
 };
 
 static DEFINE_MUTEX(srd_key_mutex);
@@ -296,6 +303,7 @@ static void srd_keys_revoke(bool (*match)(struct srd_xkey *x, void *arg),
 		if (x->revoking || !match(x, arg))
 			continue;
 		x->revoking = true;
+		x->revoked_at = jiffies;
 		x->deadline = jiffies + SRD_KEY_REVOKE_WAIT;
 		if (srd_key_send(x->peer, x->gen, SRD_F_REVOKE, 0, 0, x->id, 0,
 				 NULL))
@@ -353,11 +361,14 @@ static bool srd_keys_expire(void)
 	return left;
 }
 
-/* Revocations nobody waits for (a close, a connection's end) expire here. */
+/*
+ * Revocations nobody waits for (a close, a connection's end) expire here;
+ * a deadline may move (progress), so look again every second.
+ */
 static void srd_key_reap(struct work_struct *work)
 {
 	if (srd_keys_expire())
-		schedule_delayed_work(&srd_key_reaper, SRD_KEY_REVOKE_WAIT);
+		schedule_delayed_work(&srd_key_reaper, HZ);
 }
 
 /*
@@ -465,8 +476,29 @@ void srd_keys_in_free(struct srd_ka *ka)
 	xa_destroy(&ka->keys_in);
 }
 
-/* REVOKE_ACK @id from @peer's link @gen: free that key (srd_msg_mutex). */
-static void srd_key_rx_ack(struct srd_peer *peer, u64 gen, u32 id)
+/*
+ * The reader of link @ka answered a revocation or showed progress on one
+ * (srd_key_mutex held): every revocation of that link still waiting gets
+ * SRD_KEY_REVOKE_WAIT more, up to SRD_KEY_REVOKE_MAX after its REVOKE.
+ */
+static void srd_keys_progress(struct srd_ka *ka)
+{
+	unsigned long next = jiffies + SRD_KEY_REVOKE_WAIT, max;
+	struct srd_xkey *y;
+
+	list_for_each_entry(y, &srd_xkeys, link) {
+		if (y->ka != ka || !y->revoking || y->unanswered)
+			continue;
+		max = y->revoked_at + SRD_KEY_REVOKE_MAX;
+		y->deadline = time_before(next, max) ? next : max;
+	}
+}
+
+/*
+ * REVOKE_ACK @id from @peer's link @gen (srd_msg_mutex): @busy, the
+ * reader's progress (srd_keys_progress()), else free that key.
+ */
+static void srd_key_rx_ack(struct srd_peer *peer, u64 gen, u32 id, bool busy)
 {
 	struct srd_xkey *x, *found = NULL;
 
@@ -475,6 +507,9 @@ static void srd_key_rx_ack(struct srd_peer *peer, u64 gen, u32 id)
 		if (x->peer == peer && x->gen == gen && x->id == id &&
 		    x->revoking) {
 			found = x;
+			srd_keys_progress(x->ka);
+			if (busy)
+				break;
 			x->ka->xkeys--;
 			list_del(&x->link);
 			atomic_inc(&srd_keys_dying);
@@ -486,6 +521,8 @@ static void srd_key_rx_ack(struct srd_peer *peer, u64 gen, u32 id)
 			      sizeof(struct srd_hdr));
 		return;
 	}
+	if (busy)
+		return;
 	srd_xkey_free(found);
 	atomic_dec(&srd_keys_dying);
 	atomic_inc(&srd_key_events);
@@ -574,6 +611,8 @@ static void srd_key_rx_revoke(struct srd_peer *peer, u64 gen, u32 id)
 		answer = !k->users;
 		if (answer)
 			kfree(k);
+		else
+			list_add_tail(&k->busy, &ka->keys_busy);
 	}
 	xa_unlock(&ka->keys_in);
 	mutex_unlock(&peer->lock);
@@ -593,12 +632,15 @@ void srd_key_rx(struct srd_peer *peer, u64 gen, struct srd_conn *c,
 	if (h->type == SRD_F_RKEY)
 		srd_key_rx_rkey(peer, gen, c, id, be32_to_cpu(h->arg2),
 				(const struct srd_rma_wire *)payload);
-	else if (h->dst || h->src || h->arg2)
+	else if (h->dst || h->src ||
+		 be32_to_cpu(h->arg2) > (h->type == SRD_F_REVOKE ?
+					 0 : SRD_REVOKE_BUSY))
 		srd_bad_frame(peer, "bad REVOKE", sizeof(*h));
 	else if (h->type == SRD_F_REVOKE)
 		srd_key_rx_revoke(peer, gen, id);
 	else
-		srd_key_rx_ack(peer, gen, id);
+		srd_key_rx_ack(peer, gen, id,
+			       be32_to_cpu(h->arg2) == SRD_REVOKE_BUSY);
 }
 
 /*
@@ -638,12 +680,30 @@ void srd_key_put(struct srd_ka *ka, u64 gen, struct srd_rkey *k)
 
 	xa_lock(&ka->keys_in);
 	last = !--k->users && k->revoked;
+	if (last)
+		list_del(&k->busy);
 	xa_unlock(&ka->keys_in);
 	if (last) {
 		kfree(k);
-		srd_key_send(ka->peer, gen, SRD_F_REVOKE_ACK, 0, 0, id, 0,
-			     NULL);
+		srd_key_send(ka->peer, gen, SRD_F_REVOKE_ACK, 0, 0, id,
+			     SRD_REVOKE_DONE, NULL);
 	}
+}
+
+/*
+ * A revoked key of the peer's that RDMAs of ours still use, on link @ka:
+ * true and its id in *@id, else false (srd_ka_progress(), step 24).
+ */
+bool srd_keys_busy(struct srd_ka *ka, u32 *id)
+{
+	struct srd_rkey *b;
+
+	xa_lock(&ka->keys_in);
+	b = list_first_entry_or_null(&ka->keys_busy, struct srd_rkey, busy);
+	if (b)
+		*id = b->id;
+	xa_unlock(&ka->keys_in);
+	return b;
 }
 
 /*

@@ -126,6 +126,7 @@ void srd_rma_ka_init(struct srd_ka *ka, struct ib_pd *pd)
 	xa_init_flags(&ka->rma_reqs, XA_FLAGS_ALLOC1);
 	ka->rma_tombs = 0;
 	xa_init(&ka->keys_in);
+	INIT_LIST_HEAD(&ka->keys_busy);
 	ka->nkeys_in = 0;
 	ka->xkeys = 0;
 }
@@ -187,6 +188,10 @@ static void srd_rwr_done(struct ib_cq *cq, struct ib_wc *wc)
 		if (wc->opcode == IB_WC_RDMA_READ ||
 		    (wc->opcode == IB_WC_RDMA_WRITE && !ka->iwarp))
 			srd_ka_alive(ka);
+		/* a revocation's progress (srd_ka_progress()) */
+		if (wc->opcode == IB_WC_RDMA_READ ||
+		    wc->opcode == IB_WC_RDMA_WRITE)
+			atomic_inc(&ka->rdma_done);
 	} else {
 		if (!r->status)
 			r->status = wc->status;

@@ -74,7 +74,9 @@
  * link alive.
  * With -V PORT it opens connection 7 to PORT ("selftests/rdma/scif_nodes
  * unreg") and is a reader that never answers the revocation of its read
- * key (revoke_unanswered() below: "rma revoke ..." lines).
+ * key (revoke_unanswered() below: "rma revoke ..." lines); with -B as
+ * well a slow reader, whose busy answers show progress for 12 s before
+ * it answers.
  *
  * Prints one line "hostile_hello VARIANT SRC DST: RESULT" and exits with
  *   0  REJECTED (the line says the reject status)
@@ -99,7 +101,7 @@
 
 /* the HELLO of kernel/rdma/scif_rdma.c (docs/transport.md), big-endian */
 #define HELLO_MAGIC 0x53434946U
-#define HELLO_VERSION 5
+#define HELLO_VERSION 6
 #define HELLO_REQ 1
 #define HELLO_ACC 2
 #define HELLO_LEN 12
@@ -233,8 +235,9 @@ static int next_event(struct rdma_event_channel *ch, enum rdma_cm_event_type *ty
 }
 
 static int usage(void) {
-    fprintf(stderr, "usage: hostile_hello [-t SECONDS] [-f] [-c PORT] [-C PORT] [-R PORT] "
-                    "[-K PORT] [-I PORT] [-H PORT [-S]] [-V PORT] ADDR PORT VARIANT SRC DST\n");
+    fprintf(stderr,
+            "usage: hostile_hello [-t SECONDS] [-f] [-c PORT] [-C PORT] [-R PORT] "
+            "[-K PORT] [-I PORT] [-H PORT [-S]] [-V PORT [-B]] ADDR PORT VARIANT SRC DST\n");
     return 2;
 }
 
@@ -411,6 +414,7 @@ static uint32_t rma_wire_len;       /* of the last RMA_REQ wait_frame() took */
 static uint8_t rma_wire[RMA_WIRE];  /* the wire of the last frame wait_frame() took */
 static uint32_t rma_frame_peer;     /* the source id of the last frame wait_frame() took */
 static int hung_stall;              /* -S: -H stalls the peer's send queue */
+static int revoke_busy;             /* -B: -V shows progress, then answers */
 
 static int rma_post_recv(struct rdma_cm_id *id, int i) {
     struct ibv_sge sge = {(uintptr_t)rma_rbuf[i], sizeof(rma_rbuf[i]), rma_rmr->lkey};
@@ -958,7 +962,46 @@ static int key_rdma(struct rdma_cm_id *id, struct ibv_mr *dmr, uint64_t iova, ui
  * "rma revoke read status N"); and last an RDMA READ with the revoked key
  * fails ("rma revoke stale read status N", the work completion's status,
  * on a QP whose link is gone; -1 if none came or the post failed).
+ * With -B it is a slow reader instead: it takes the REVOKE, sends a busy
+ * REVOKE_ACK (arg2 1, "my reads with it are still in flight") every
+ * REVOKE_BUSY_EVERY ms for REVOKE_BUSY_FOR ms, longer than the owner's
+ * 5 s wait, then the REVOKE_ACK itself ("rma revoke busy sent N", "rma
+ * revoke early 0": the listener's byte did not come before that answer);
+ * the link stays up, so the listener's byte comes ("rma revoke
+ * unregistered 1") and an inline read of the window answers ENXIO ("rma
+ * revoke read status 6"); no stale read (it would end the link).
  */
+#define REVOKE_BUSY_EVERY 2000
+#define REVOKE_BUSY_FOR 12000
+
+/*
+ * -B: busy answers to the REVOKE of @kid for REVOKE_BUSY_FOR ms, then
+ * the answer; 0, or -1 if a frame could not be sent.  *@early: the
+ * listener's byte came before the answer.
+ */
+static int revoke_slowly(struct rdma_cm_id *id, struct ibv_mr *mr, uint8_t *buf, uint32_t kid,
+                         int *early) {
+    int saved = timeout_ms, i, n, sent = 0;
+    uint32_t rid, status;
+
+    *early = 0;
+    timeout_ms = REVOKE_BUSY_EVERY;
+    for (i = 0; i < REVOKE_BUSY_FOR / REVOKE_BUSY_EVERY; i++) {
+        /* PINGs meanwhile; the byte must not come yet */
+        if (!wait_frame(id, F_DATA, &rid, &status))
+            *early = 1;
+        n = revoke_frame(buf, F_REVOKE_ACK, kid);
+        put32(buf + 24, 1); /* busy */
+        if (send_frame(id, mr, buf, n))
+            break;
+        sent++;
+    }
+    timeout_ms = saved;
+    printf("rma revoke busy sent %d\n", sent);
+    n = revoke_frame(buf, F_REVOKE_ACK, kid);
+    return sent == i && !send_frame(id, mr, buf, n) ? 0 : -1;
+}
+
 static void revoke_unanswered(struct rdma_cm_id *id, unsigned int port) {
     static uint8_t buf[FRAME_HDR + RMA_WIRE], dst[8];
     struct ibv_mr *mr = ibv_reg_mr(id->pd, buf, sizeof(buf), 0);
@@ -1012,6 +1055,13 @@ static void revoke_unanswered(struct rdma_cm_id *id, unsigned int port) {
         goto out;
     printf("rma revoke asked %d\n", !wait_frame_to(id, F_REVOKE, 0, &rid, &status) && rid == kid);
     fflush(stdout);
+    if (revoke_busy) {
+        int early;
+
+        if (revoke_slowly(id, mr, buf, kid, &early))
+            goto out;
+        printf("rma revoke early %d\n", early);
+    }
     /* unanswered for 5 s, the listener's host ends the link: no byte */
     n = wait_frame(id, F_DATA, &rid, &status);
     printf("rma revoke unregistered %d\n", !n);
@@ -1022,7 +1072,8 @@ static void revoke_unanswered(struct rdma_cm_id *id, unsigned int port) {
             status = (uint32_t)-1;
         printf("rma revoke read status %d\n", (int)status);
     }
-    printf("rma revoke stale read status %d\n", key_rdma(id, dmr, iova, rkey, 0));
+    if (!revoke_busy)
+        printf("rma revoke stale read status %d\n", key_rdma(id, dmr, iova, rkey, 0));
 out:
     ibv_dereg_mr(dmr);
     ibv_dereg_mr(rma_pmr);
@@ -1065,9 +1116,13 @@ int main(int argc, char **argv) {
     int opt, len, status, ret, frames = 0, cport = 0, crport = 0, rport = 0, kport = 0, iport = 0;
     int hport = 0, vport = 0;
 
-    while ((opt = getopt(argc, argv, "fSc:C:R:K:I:H:V:t:")) != -1) {
+    while ((opt = getopt(argc, argv, "fSBc:C:R:K:I:H:V:t:")) != -1) {
         if (opt == 'f') {
             frames = 1;
+            continue;
+        }
+        if (opt == 'B') {
+            revoke_busy = 1;
             continue;
         }
         if (opt == 'S') {
