@@ -18,7 +18,10 @@
  *     HELLO as private data: magic SCIF_RDMA_MAGIC, version
  *     SCIF_RDMA_VERSION, kind REQ, src = L, dst = H, reserved zero (all
  *     big-endian).  H never connects to L, so there is no duplicate link
- *     to resolve.
+ *     to resolve.  The connect runs in a thread of the link's own
+ *     (srd_connector()), which the link's teardown interrupts: over
+ *     Soft-iWARP it is a blocking TCP connect, minutes long when H's host
+ *     never answers.
  *  3. H's listener checks the request: private data at least one HELLO
  *     long; magic, version, kind and reserved field exact; dst equal to
  *     H's own id; src a configured peer with a lower id, whose configured
@@ -303,7 +306,10 @@
  * link, struct srd_ka); the rdma_cm handler of a peer's cm_id
  * holds it for the whole event, so once the link's work detached the
  * cm_id under it, no handler touches that cm_id's resources again, and the
- * work destroys them after dropping it.  The receive completions
+ * work destroys them after dropping it.  L's rdma_connect() is called
+ * without it, in the link's connector thread (step 2), which takes it
+ * only to check that it is still the link's connector; the teardown
+ * stops that thread first, with no lock held.  The receive completions
  * (receive CQ, IB_POLL_WORKQUEUE), the frames' send completions (handed
  * by the send CQ, IB_POLL_SOFTIRQ, to ka->sent_work) and the keepalive
  * work take the peer's mutex too and act only on the peer's current
@@ -350,6 +356,9 @@
 #include <linux/uaccess.h>
 #include <linux/overflow.h>
 #include <linux/numa.h>
+#include <linux/kthread.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/task.h>
 #include <linux/scatterlist.h>
 #include <net/net_namespace.h>
 #include <rdma/ib_verbs.h>
@@ -638,6 +647,7 @@ struct srd_link {
 	struct ib_cq *scq;		/* sends and RDMA: IB_POLL_SOFTIRQ */
 	bool qp;			/* cm_id has a QP */
 	struct srd_ka *ka;		/* the QP's keepalive buffers */
+	struct task_struct *connector;	/* L: its rdma_connect(), counted */
 };
 
 /* One configured peer and its link (see the locking comment above). */

@@ -103,9 +103,20 @@ static struct srd_link srd_link_detach(struct srd_peer *peer)
 	return res;
 }
 
+/* Interrupt and reap a link's connector (srd_connector(), step 2). */
+static void srd_connector_stop(struct task_struct *t)
+{
+	send_sig(SIGKILL, t, 1);
+	kthread_stop(t);
+	put_task_struct(t);
+}
+
 /* Destroy a detached link's resources; no lock held, not in its handler. */
 void srd_destroy_link(struct srd_link *res)
 {
+	/* first: its rdma_connect() holds the cm_id */
+	if (res->connector)
+		srd_connector_stop(res->connector);
 	if (res->cm_id)
 		rdma_disconnect(res->cm_id);
 	if (res->qp)
@@ -205,13 +216,81 @@ void srd_link_early_frame(struct srd_peer *peer)
 	srd_link_established(peer);
 }
 
+/* The connect's or accept's parameters, @hello of @kind as private data. */
+static void srd_conn_param(struct rdma_conn_param *param,
+			   struct scif_rdma_hello *hello, u8 kind, u16 src,
+			   u16 dst, struct ib_device *dev)
+{
+	srd_hello_fill(hello, kind, src, dst);
+	memset(param, 0, sizeof(*param));
+	param->private_data = hello;
+	param->private_data_len = sizeof(*hello);
+	param->retry_count = 7;
+	param->rnr_retry_count = 7;
+	/* RMA: the target RDMA-READs from the initiator (step 20) */
+	param->responder_resources = srd_rd_atom(dev);
+	param->initiator_depth = param->responder_resources;
+}
+
+/* ---- L's connect (step 2) ---- */
+
+/*
+ * The connect of L's link, in a thread of its own (res.connector), not in
+ * the cm handler: over Soft-iWARP rdma_connect() is a blocking TCP
+ * connect, which a host that never answers holds for the SYN retries
+ * (over 2 minutes), and the handler holds the peer's mutex and the cm's
+ * ordered work queue.  srd_destroy_link() ends the wait: a signal and
+ * kthread_stop() interrupt it.
+ */
+static int srd_connector(void *data)
+{
+	struct srd_peer *peer = data;
+	struct rdma_conn_param param;
+	struct scif_rdma_hello hello;
+	struct rdma_cm_id *id = NULL;
+	int ret;
+
+	/* before the check below: a teardown after it finds us signalled */
+	allow_signal(SIGKILL);
+	mutex_lock(&peer->lock);
+	if (peer->res.connector == current)
+		id = peer->res.cm_id;
+	mutex_unlock(&peer->lock);
+	if (!id || kthread_should_stop())
+		return 0;
+	srd_conn_param(&param, &hello, SCIF_RDMA_HELLO_REQ,
+		       READ_ONCE(srd_self.id), peer->id, id->device);
+	/* takes the cm_id's handler mutex: events wait for it */
+	ret = rdma_connect(id, &param);
+	if (ret) {
+		mutex_lock(&peer->lock);
+		if (peer->res.connector == current)
+			srd_link_fail(peer, "connect", ret);
+		mutex_unlock(&peer->lock);
+	}
+	return 0;
+}
+
+/* Start the connector of the link's cm_id (peer->lock held). */
+static int srd_connector_start(struct srd_peer *peer)
+{
+	struct task_struct *t;
+
+	t = kthread_create(srd_connector, peer, "scif_rdma_c%u", peer->id);
+	if (IS_ERR(t))
+		return PTR_ERR(t);
+	/* srd_destroy_link() stops it, exited or not */
+	get_task_struct(t);
+	peer->res.connector = t;
+	wake_up_process(t);
+	return 0;
+}
+
 /* ---- the cm handler of a peer's link ---- */
 
 static int srd_peer_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
 	struct srd_peer *peer = id->context;
-	struct rdma_conn_param param = {};
-	struct scif_rdma_hello hello;
 	u16 src, self_id;
 	int ret;
 
@@ -231,15 +310,7 @@ static int srd_peer_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 			srd_link_fail(peer, "create QP", ret);
 			break;
 		}
-		srd_hello_fill(&hello, SCIF_RDMA_HELLO_REQ, self_id, peer->id);
-		param.private_data = &hello;
-		param.private_data_len = sizeof(hello);
-		param.retry_count = 7;
-		param.rnr_retry_count = 7;
-		/* RMA: the target RDMA-READs from the initiator (step 20) */
-		param.responder_resources = srd_rd_atom(id->device);
-		param.initiator_depth = param.responder_resources;
-		ret = rdma_connect_locked(id, &param);
+		ret = srd_connector_start(peer);
 		if (ret)
 			srd_link_fail(peer, "connect", ret);
 		break;
@@ -296,7 +367,7 @@ static struct srd_peer *srd_peer_find(u16 id)
 static int srd_conn_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
 	struct sockaddr *sa = (struct sockaddr *)&id->route.addr.dst_addr;
-	struct rdma_conn_param param = {};
+	struct rdma_conn_param param;
 	struct scif_rdma_hello hello;
 	struct srd_peer *peer;
 	const char *why;
@@ -332,15 +403,8 @@ static int srd_conn_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	WRITE_ONCE(peer->state, SRD_CONNECTING);
 	ret = srd_create_qp(peer, id);
 	if (!ret) {
-		srd_hello_fill(&hello, SCIF_RDMA_HELLO_ACC, srd_self.id,
-			       peer->id);
-		param.private_data = &hello;
-		param.private_data_len = sizeof(hello);
-		param.retry_count = 7;
-		param.rnr_retry_count = 7;
-		/* RMA: the target RDMA-READs from the initiator (step 20) */
-		param.responder_resources = srd_rd_atom(id->device);
-		param.initiator_depth = param.responder_resources;
+		srd_conn_param(&param, &hello, SCIF_RDMA_HELLO_ACC,
+			       srd_self.id, peer->id, id->device);
 		ret = rdma_accept(id, &param);
 	}
 	if (ret) {
